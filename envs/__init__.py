@@ -1,0 +1,1 @@
+"""Environments built on gpu_vecenv."""

@@ -1,0 +1,139 @@
+"""WarpTag-v0: continuous Tag described to gpu_vecenv, and its vector entry point."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from envs.tag_continuous import sim
+from envs.tag_continuous.config import TagConfig
+from envs.tag_continuous.reference import TagReference
+from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
+from gpu_vecenv.vector_env import GpuVectorEnv
+
+RESET_OPTIONS = ("initial_positions", "initial_directions")
+
+
+def tag_definition(config: TagConfig) -> EnvDefinition:
+    """The :class:`EnvDefinition` of one Tag configuration."""
+    n, k = config.num_agents, config.num_other_agents_observed
+    state = [
+        StateArray("x", "float32"),
+        StateArray("y", "float32"),
+        StateArray("speed", "float32"),
+        StateArray("direction", "float32"),
+        StateArray("acceleration", "float32"),
+        # Fixed starting values from reset options; NaN means "draw at random".
+        StateArray("init_x", "float32"),
+        StateArray("init_y", "float32"),
+        StateArray("init_direction", "float32"),
+        StateArray("alive", "int32"),
+        StateArray("agent_type", "int32"),
+        StateArray("tagged_by", "int32"),
+    ]
+    if config.use_full_observation:
+        observe = Phase(sim.observe_all)
+    else:
+        state += [StateArray("nbr_d2", "float32", length=k), StateArray("nbr_id", "int32", length=k)]
+        observe = Phase(sim.observe_nearest)
+    constants: dict[str, Any] = {
+        "grid_length": float(np.float32(config.grid_length)),
+        "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
+        "runner_max_speed": float(np.float32(config.max_speed * config.skill_level_runner)),
+        "pos_scale": float(np.float32(1.0 / (math.sqrt(2.0) * config.grid_length))),
+        "speed_scale": float(np.float32(1.0 / (config.max_speed + 1e-10))),
+        "dir_scale": float(np.float32(1.0 / (2.0 * math.pi))),
+        "tag_radius": float(np.float32(config.tagging_distance * config.grid_length)),
+        "tag_reward_for_tagger": float(config.tag_reward_for_tagger),
+        "tag_penalty_for_runner": float(config.tag_penalty_for_runner),
+        "step_penalty_for_tagger": float(config.step_penalty_for_tagger),
+        "step_reward_for_runner": float(config.step_reward_for_runner),
+        "edge_hit_penalty": float(config.edge_hit_penalty),
+        "end_of_game_reward_for_runner": float(config.end_of_game_reward_for_runner),
+        "acc_table": [float(v) for v in config.acceleration_table()],
+        "turn_table": [float(v) for v in config.turn_table()],
+        "episode_length": int(config.episode_length),
+        "num_observed": int(config.num_observed),
+        "observe_own_type": int(config.observe_own_type),
+        "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
+    }
+    taggers = config.taggers
+
+    def setup(views: Mapping[str, torch.Tensor]) -> None:
+        agent_type = torch.zeros(n, dtype=torch.int32)
+        agent_type[list(taggers)] = 1
+        views["agent_type"].copy_(agent_type.to(views["agent_type"].device).expand_as(views["agent_type"]))
+        for name in ("init_x", "init_y", "init_direction"):
+            views[name].fill_(float("nan"))
+
+    return EnvDefinition(
+        name="WarpTag-v0",
+        num_agents=n,
+        action_nvec=(config.num_acceleration_levels + 1, config.num_turn_levels + 1),
+        obs_dim=config.obs_dim,
+        state=tuple(state),
+        constants=constants,
+        update_phases=(Phase(sim.move),),
+        observe_phases=(observe,),
+        reward_phases=(Phase(sim.tag_runners), Phase(sim.reward_taggers_and_survivors), Phase(sim.end_game, "game")),
+        reset_phases=(Phase(sim.place_agent),),
+        active="alive",
+        roles={"tagger": tuple(taggers), "runner": config.runners},
+        reset_option_names=RESET_OPTIONS,
+        reset_options=_apply_reset_options(n),
+        setup=setup,
+        reference=TagReference(config),
+    )
+
+
+def _apply_reset_options(num_agents: int):
+    def apply(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
+        """Fix (or, when absent, free) the starting positions and headings of the reset games.
+
+        ``initial_positions``: ``(num_agents, 2)``; ``initial_directions``:
+        ``(num_agents,)``; NaN entries stay random. They apply to every reset
+        game and to its later autoresets, until a reset without them.
+        """
+        fixed = {
+            "init_x": None,
+            "init_y": None,
+            "init_direction": None,
+        }
+        if options.get("initial_positions") is not None:
+            pos = torch.as_tensor(np.asarray(options["initial_positions"], np.float32))
+            if pos.shape != (num_agents, 2):
+                raise ValueError(
+                    f"WarpTag: reset option initial_positions must have shape ({num_agents}, 2), got {tuple(pos.shape)}"
+                )
+            fixed["init_x"], fixed["init_y"] = pos[:, 0], pos[:, 1]
+        if options.get("initial_directions") is not None:
+            dirs = torch.as_tensor(np.asarray(options["initial_directions"], np.float32))
+            if dirs.shape != (num_agents,):
+                raise ValueError(
+                    f"WarpTag: reset option initial_directions must have shape ({num_agents},), got {tuple(dirs.shape)}"
+                )
+            if torch.any((dirs < 0) | (dirs >= 2 * math.pi)):
+                raise ValueError("WarpTag: reset option initial_directions must lie in [0, 2*pi)")
+            fixed["init_direction"] = dirs
+        for name, values in fixed.items():
+            view = views[name]
+            new = torch.full((num_agents,), float("nan")) if values is None else values
+            new = new.to(view.device).expand_as(view)
+            view.copy_(torch.where(game_mask.view(-1, 1), new, view))
+
+    return apply
+
+
+def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
+    """Vector entry point of ``WarpTag-v0``: ``num_envs`` games of Tag.
+
+    Keyword arguments are Tag parameters (see :class:`TagConfig`) and the
+    options of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
+    ``autoreset_mode``, ``copy``, ...).
+    """
+    env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
+    config = TagConfig.from_kwargs(**kwargs)
+    return GpuVectorEnv(tag_definition(config), num_games=num_envs, **env_kwargs)

@@ -1,0 +1,220 @@
+"""The phases of continuous Tag, one source for the GPU kernel and the CPU backend.
+
+Each function is a phase of :mod:`gpu_vecenv.definition`: its parameters are
+names of state arrays (``x[g, a]``, ``nbr_id[k, g, a]``, ...), constants and
+framework arrays, and an agent phase writes only agent ``a``'s slots. All
+arithmetic is float32 (constants are float32 scalars), in the order the
+numpy reference uses, so that the backends agree with it to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpu_vecenv import shared
+from gpu_vecenv.counter_rng import randint, uniform01
+
+TWO_PI = np.float32(2.0 * math.pi)
+HALF_PI = np.float32(0.5 * math.pi)
+ZERO = np.float32(0.0)
+FAR = np.float32(np.inf)
+TAGGER = 1
+
+
+@shared
+def move(g, a, action, acc_table, turn_table, x, y, speed, direction, acceleration, alive, agent_type,
+         tagger_max_speed, runner_max_speed, grid_length, edge_hit_penalty, rewards):  # fmt: skip
+    """Steps 1-6 of the spec: accelerate, turn, move, clip to the square."""
+    live = np.float32(alive[g, a])
+    top = tagger_max_speed if agent_type[g, a] == TAGGER else runner_max_speed
+    acc = acceleration[g, a] + acc_table[action[0, g, a]]
+    d = (direction[g, a] + turn_table[action[1, g, a]]) % TWO_PI
+    if d >= TWO_PI:  # float32 rounding of a tiny negative angle can land on 2*pi itself
+        d = d - TWO_PI
+    d = d * live
+    s = min(max(speed[g, a] + acc, ZERO), top) * live
+    if s <= ZERO or s >= top:
+        acc = ZERO
+    nx = x[g, a] + s * np.float32(math.cos(d))
+    ny = y[g, a] + s * np.float32(math.sin(d))
+    hit = False
+    if nx < ZERO:
+        nx, hit = ZERO, True
+    elif nx > grid_length:
+        nx, hit = grid_length, True
+    if ny < ZERO:
+        ny, hit = ZERO, True
+    elif ny > grid_length:
+        ny, hit = grid_length, True
+    if hit and alive[g, a] != 0:
+        rewards[g, a] += edge_hit_penalty
+    x[g, a] = nx
+    y[g, a] = ny
+    speed[g, a] = s
+    direction[g, a] = d
+    acceleration[g, a] = acc
+
+
+@shared
+def write_features(obs, g, a, j, m, num_listed, x, y, speed, direction, acceleration, alive, agent_type,
+                   pos_scale, speed_scale, dir_scale, relative):  # fmt: skip
+    """Agent ``j`` as the ``m``-th listed agent of ``a``'s observation (feature-major).
+
+    With ``relative`` False the five relative features are zero (the observer
+    is out of the game); type and alive are always written.
+    """
+    if relative:
+        obs[g, a, m] = (x[g, j] - x[g, a]) * pos_scale
+        obs[g, a, num_listed + m] = (y[g, j] - y[g, a]) * pos_scale
+        obs[g, a, 2 * num_listed + m] = (speed[g, j] - speed[g, a]) * speed_scale
+        obs[g, a, 3 * num_listed + m] = (acceleration[g, j] - acceleration[g, a]) * speed_scale
+        obs[g, a, 4 * num_listed + m] = (direction[g, j] - direction[g, a]) * dir_scale
+    else:
+        for f in range(5):
+            obs[g, a, f * num_listed + m] = ZERO
+    obs[g, a, 5 * num_listed + m] = np.float32(agent_type[g, j])
+    obs[g, a, 6 * num_listed + m] = np.float32(alive[g, j])
+
+
+@shared
+def write_tail(obs, g, a, num_listed, t, episode_length, alive, agent_type, observe_own_type):
+    """The entries after the listed agents: time, then (optionally) the agent's own type."""
+    tail = 7 * num_listed
+    obs[g, a, tail] = np.float32(t[g]) / np.float32(episode_length) if alive[g, a] != 0 else ZERO
+    if observe_own_type != 0:
+        obs[g, a, tail + 1] = np.float32(agent_type[g, a])
+
+
+@shared
+def observe_all(g, a, obs, num_agents, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
+                pos_scale, speed_scale, dir_scale, t, episode_length, observe_own_type):  # fmt: skip
+    """Full observation: every other agent, in id order."""
+    relative = alive[g, a] != 0
+    m = 0
+    for j in range(num_agents):
+        if j != a:
+            write_features(obs, g, a, j, m, num_observed, x, y, speed, direction, acceleration, alive,
+                           agent_type, pos_scale, speed_scale, dir_scale, relative)  # fmt: skip
+            m += 1
+    write_tail(obs, g, a, num_observed, t, episode_length, alive, agent_type, observe_own_type)
+
+
+@shared
+def observe_nearest(g, a, obs, num_agents, num_observed, x, y, speed, direction, acceleration, alive,
+                    agent_type, nbr_d2, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length,
+                    observe_own_type):  # fmt: skip
+    """Partial observation: the K nearest alive others, nearest first, ties to the lower id.
+
+    ``nbr_d2[k, g, a]`` / ``nbr_id[k, g, a]`` hold agent ``a``'s running
+    top-K list (its own slots only), kept sorted by insertion.
+    """
+    k_max = num_observed
+    found = 0
+    if alive[g, a] != 0:
+        for j in range(num_agents):
+            if j == a or alive[g, j] == 0:
+                continue
+            dx = x[g, j] - x[g, a]
+            dy = y[g, j] - y[g, a]
+            d2 = dx * dx + dy * dy
+            if found == k_max and d2 >= nbr_d2[k_max - 1, g, a]:
+                continue
+            m = found if found < k_max else k_max - 1
+            while m > 0 and nbr_d2[m - 1, g, a] > d2:
+                nbr_d2[m, g, a] = nbr_d2[m - 1, g, a]
+                nbr_id[m, g, a] = nbr_id[m - 1, g, a]
+                m -= 1
+            nbr_d2[m, g, a] = d2
+            nbr_id[m, g, a] = j
+            if found < k_max:
+                found += 1
+    for m in range(k_max):
+        if m < found:
+            write_features(obs, g, a, nbr_id[m, g, a], m, k_max, x, y, speed, direction, acceleration, alive,
+                           agent_type, pos_scale, speed_scale, dir_scale, True)  # fmt: skip
+        else:
+            for f in range(7):
+                obs[g, a, f * k_max + m] = ZERO
+    write_tail(obs, g, a, k_max, t, episode_length, alive, agent_type, observe_own_type)
+
+
+@shared
+def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, num_agents, tag_radius,
+                step_penalty_for_tagger, step_reward_for_runner, tag_penalty_for_runner,
+                runner_exits_game_after_tagged):  # fmt: skip
+    """Reward step 1-2 for agent ``a``: step rewards, and a runner checks whether its nearest tagger caught it.
+
+    The runner records the tagger in its own ``tagged_by`` slot; taggers count
+    those records in the next phase, so no two threads write one address.
+    """
+    tagged_by[g, a] = -1
+    if alive[g, a] == 0:
+        return
+    if agent_type[g, a] == TAGGER:
+        rewards[g, a] += step_penalty_for_tagger
+        return
+    rewards[g, a] += step_reward_for_runner
+    best = -1
+    best_d2 = FAR
+    for j in range(num_agents):
+        if agent_type[g, j] == TAGGER and alive[g, j] != 0:
+            dx = x[g, j] - x[g, a]
+            dy = y[g, j] - y[g, a]
+            d2 = dx * dx + dy * dy
+            if d2 < best_d2:
+                best = j
+                best_d2 = d2
+    if best >= 0 and np.float32(math.sqrt(best_d2)) < tag_radius:
+        tagged_by[g, a] = best
+        rewards[g, a] += tag_penalty_for_runner
+        if runner_exits_game_after_tagged != 0:
+            alive[g, a] = 0
+
+
+@shared
+def reward_taggers_and_survivors(g, a, alive, agent_type, tagged_by, rewards, num_agents, t, episode_length,
+                                 tag_reward_for_tagger, end_of_game_reward_for_runner):  # fmt: skip
+    """Reward step 2-3: a tagger gains once per runner it tagged; untagged survivors gain the end bonus."""
+    if agent_type[g, a] == TAGGER:
+        for j in range(num_agents):
+            if tagged_by[g, j] == a:
+                rewards[g, a] += tag_reward_for_tagger
+    elif alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
+        rewards[g, a] += end_of_game_reward_for_runner
+
+
+@shared
+def end_game(g, alive, agent_type, num_agents, t, episode_length, terminated):
+    """The game is over at the time limit or when no runner is left."""
+    runners_left = 0
+    for j in range(num_agents):
+        if agent_type[g, j] != TAGGER and alive[g, j] != 0:
+            runners_left += 1
+    if runners_left == 0 or t[g] >= episode_length:
+        terminated[g] = 1
+
+
+@shared
+def place_agent(g, a, seed, episode, init_x, init_y, init_direction, x, y, speed, direction, acceleration,
+                alive, tagged_by, grid_length):  # fmt: skip
+    """A new initial state for agent ``a``: draws 3a, 3a+1 (position) and 3a+2 (heading) of this reset."""
+    s = seed[g]
+    e = episode[g]
+    if math.isnan(init_x[g, a]):
+        x[g, a] = uniform01(s, e, 3 * a) * grid_length
+    else:
+        x[g, a] = init_x[g, a]
+    if math.isnan(init_y[g, a]):
+        y[g, a] = uniform01(s, e, 3 * a + 1) * grid_length
+    else:
+        y[g, a] = init_y[g, a]
+    if math.isnan(init_direction[g, a]):
+        direction[g, a] = np.float32(randint(s, e, 3 * a + 2, 4)) * HALF_PI
+    else:
+        direction[g, a] = init_direction[g, a]
+    speed[g, a] = ZERO
+    acceleration[g, a] = ZERO
+    alive[g, a] = 1
+    tagged_by[g, a] = -1

@@ -1,0 +1,210 @@
+"""How an environment is described to gpu_vecenv: named state arrays, constants and phases.
+
+An :class:`EnvDefinition` is everything the backends need to build a kernel:
+
+* ``state``: the per-game arrays, each :class:`StateArray` named, typed and
+  scoped. An agent array of length 1 is indexed ``name[g, a]``; of length
+  ``L > 1``, ``name[k, g, a]``. A game array is ``name[g]`` or ``name[k, g]``.
+  Arrays are stored structure-of-arrays, so that neighbouring agents (threads)
+  touch neighbouring addresses.
+* ``constants``: named scalars or 1-D sequences (floats become float32,
+  integers and booleans int64), read by the phases under their names; a
+  sequence is seen as a 1-D array.
+* the phases of a step and of a reset, each a function decorated with
+  :func:`gpu_vecenv.shared`. A phase's parameters are *names*: the kernel
+  passes each parameter the array or constant of that name, plus ``g`` (game
+  index) and, for agent phases, ``a`` (agent index). An agent phase runs once
+  for every agent of every game and may write only slot ``[..., g, a]`` of
+  agent arrays; a game phase runs once per game. Phases run in order, with a
+  barrier between consecutive phases, so a phase sees everything the phases
+  before it wrote, for every agent of its game.
+
+A step runs ``update_phases``, then ``observe_phases``, then
+``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
+
+Names the framework provides to every phase:
+
+========================  =====================================================
+``g``, ``a``              game index, agent index (int)
+``num_agents``            agents per game (int64)
+``t``                     per-game step counter, ``t[g]`` (int64); the step
+                          increments it before ``update_phases`` run
+``terminated``            per-game flag ``terminated[g]`` (int64) that reward
+                          phases set to 1 when the game is over
+``truncated``             per-game flag (int64), set by ``max_episode_steps``
+``seed``, ``episode``     per-game seed and reset count (int64), the key of
+                          :func:`gpu_vecenv.counter_rng.uniform01`
+``action``                validated actions, ``action[k, g, a]`` (int32); an
+                          out-of-range entry is replaced by 0 and reported
+``obs``                   observations, ``obs[g, a, i]`` (float32)
+``rewards``               rewards, ``rewards[g, a]`` (float32), zeroed by the
+                          framework before each step
+========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+import torch
+
+AgentDType = Literal["float32", "int32"]
+Scope = Literal["agent", "game"]
+
+FRAMEWORK_GAME_ARRAYS = ("seed", "episode", "t", "terminated", "truncated", "pending_reset")
+FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
+FRAMEWORK_NAMES = frozenset(
+    {"g", "a", "num_agents", "obs", "rewards"} | set(FRAMEWORK_GAME_ARRAYS) | set(FRAMEWORK_AGENT_ARRAYS)
+)
+_ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": ("float32", "int32"), "game": ("float32", "int64")}
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """One named per-game state array.
+
+    Args:
+        name: a Python identifier, the parameter name phases use.
+        dtype: ``"float32"`` or ``"int32"`` for agent arrays, ``"float32"`` or
+            ``"int64"`` for game arrays.
+        per: ``"agent"`` (one value per agent of each game) or ``"game"``.
+        length: values per agent (or game); above 1 the array gains a leading
+            axis of this length.
+    """
+
+    name: str
+    dtype: str
+    per: Scope = "agent"
+    length: int = 1
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A shared function run once per agent (``per="agent"``) or once per game."""
+
+    fn: Callable[..., Any]
+    per: Scope = "agent"
+
+    @property
+    def name(self) -> str:
+        return getattr(self.fn, "__name__", repr(self.fn))
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        py_func = getattr(self.fn, "py_func", self.fn)
+        return tuple(inspect.signature(py_func).parameters)
+
+
+ResetOptionsHook = Callable[[Mapping[str, torch.Tensor], Mapping[str, Any], torch.Tensor], None]
+
+
+@dataclass(frozen=True)
+class EnvDefinition:
+    """A complete, concrete description of one environment configuration.
+
+    Args:
+        name: the environment's name, used in messages and kernel file names.
+        num_agents: agents per game (threads per game on the GPU).
+        action_nvec: per-agent ``MultiDiscrete`` sizes.
+        obs_dim: length of one agent's observation vector.
+        state: the env's own state arrays (framework arrays are added).
+        constants: named constants (scalars or 1-D sequences) read by phases.
+        update_phases, observe_phases, reward_phases, reset_phases: see the
+            module docstring.
+        active: name of an int32 agent array that is non-zero while the agent
+            is in the game; reported as ``infos["active"]``. ``None``: always.
+        roles: named groups of agent ids, e.g. ``{"tagger": (0, 1)}``, for the
+            multi-agent view.
+        reset_option_names: the ``reset(options=...)`` keys the env accepts
+            (besides the framework's ``reset_mask``).
+        reset_options: a hook ``(state, options, game_mask) -> None`` that
+            checks those options and applies them to the state tensors of the
+            games in ``game_mask`` before the reset kernel runs; it must raise
+            before writing anything if an option is invalid.
+        setup: a hook ``(state) -> None`` that fills static state arrays (ones
+            no reset phase writes, such as agent roles) once at construction.
+        reference: the numpy reference of the game, for checks and tests.
+    """
+
+    name: str
+    num_agents: int
+    action_nvec: tuple[int, ...]
+    obs_dim: int
+    state: tuple[StateArray, ...]
+    constants: Mapping[str, Any]
+    update_phases: tuple[Phase, ...]
+    observe_phases: tuple[Phase, ...]
+    reward_phases: tuple[Phase, ...]
+    reset_phases: tuple[Phase, ...]
+    active: str | None = None
+    roles: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    reset_option_names: tuple[str, ...] = ()
+    reset_options: ResetOptionsHook | None = None
+    setup: Callable[[Mapping[str, torch.Tensor]], None] | None = None
+    reference: Any = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def all_phases(self) -> tuple[Phase, ...]:
+        return self.update_phases + self.observe_phases + self.reward_phases + self.reset_phases
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""
+        where = f"env {self.name!r}"
+        if self.num_agents < 1:
+            raise ValueError(f"{where}: num_agents must be >= 1, got {self.num_agents}")
+        if not self.action_nvec or any(int(n) < 1 for n in self.action_nvec):
+            raise ValueError(f"{where}: action_nvec must be non-empty positive sizes, got {self.action_nvec}")
+        if self.obs_dim < 1:
+            raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
+        seen: set[str] = set()
+        for arr in self.state:
+            if not arr.name.isidentifier() or keyword.iskeyword(arr.name):
+                raise ValueError(f"{where}: state array name {arr.name!r} is not a Python identifier")
+            if arr.name in FRAMEWORK_NAMES:
+                raise ValueError(f"{where}: state array {arr.name!r} shadows a framework name; rename it")
+            if arr.name in seen:
+                raise ValueError(f"{where}: state array {arr.name!r} is declared twice")
+            seen.add(arr.name)
+            if arr.per not in _ALLOWED_DTYPES:
+                raise ValueError(f"{where}: state array {arr.name!r} has per={arr.per!r}; expected 'agent' or 'game'")
+            if arr.dtype not in _ALLOWED_DTYPES[arr.per]:
+                raise ValueError(
+                    f"{where}: state array {arr.name!r} ({arr.per} scope) has dtype {arr.dtype!r}; "
+                    f"expected one of {_ALLOWED_DTYPES[arr.per]}"
+                )
+            if arr.length < 1:
+                raise ValueError(f"{where}: state array {arr.name!r} has length {arr.length}; expected >= 1")
+        for cname in self.constants:
+            if cname in seen or cname in FRAMEWORK_NAMES:
+                raise ValueError(f"{where}: constant {cname!r} clashes with a state array or framework name")
+        if self.active is not None:
+            match = [a for a in self.state if a.name == self.active]
+            if not match or match[0].per != "agent" or match[0].dtype != "int32" or match[0].length != 1:
+                raise ValueError(f"{where}: active={self.active!r} must name an int32 agent array of length 1")
+        known = seen | set(self.constants) | FRAMEWORK_NAMES
+        for phase in self.all_phases:
+            if phase.per not in ("agent", "game"):
+                raise ValueError(f"{where}: phase {phase.name!r} has per={phase.per!r}; expected 'agent' or 'game'")
+            module = getattr(phase.fn, "__module__", None)
+            qualname = getattr(phase.fn, "__qualname__", "")
+            if not module or "<locals>" in qualname:
+                raise ValueError(
+                    f"{where}: phase {phase.name!r} must be a module-level function (the kernel imports it by name)"
+                )
+            for p in phase.parameters:
+                if p not in known:
+                    raise ValueError(
+                        f"{where}: phase {phase.name!r} takes parameter {p!r}, which is no state array, "
+                        f"constant or framework name; known names: {sorted(known)}"
+                    )
+            if phase.per == "game" and "a" in phase.parameters:
+                raise ValueError(f"{where}: game phase {phase.name!r} takes 'a'; game phases run once per game")
+        for role, ids in self.roles.items():
+            if any(not 0 <= i < self.num_agents for i in ids):
+                raise ValueError(f"{where}: role {role!r} names agent ids outside [0, {self.num_agents}): {ids}")

@@ -1,0 +1,426 @@
+"""GpuVectorEnv: a Gymnasium 1.x ``VectorEnv`` over many multi-agent games stepped by one kernel.
+
+Every agent of every game is one slot of the vector: slot ``g * num_agents + a``
+is agent ``a`` of game ``g``, so ``num_envs == num_games * num_agents``. All
+slots of a game end together. Observations, rewards and flags are torch
+tensors on the env's device; ``step`` never copies to the host and never
+synchronizes the device.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+from gymnasium import error as gym_error
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from gpu_vecenv.backends import CpuBackend, CudaBackend, Outputs
+from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, SAME_STEP
+from gpu_vecenv.definition import EnvDefinition
+from gpu_vecenv.layout import ParamLayout, StateLayout
+from gpu_vecenv.shared import SIMULATOR
+
+_MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
+_MAX_SEED = 2**63 - 1
+
+
+def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        key = value.replace("_", "").replace("-", "").lower()
+        for mode in AutoresetMode:
+            if key in (mode.value.lower(), mode.name.replace("_", "").lower()):
+                return mode
+    raise ValueError(
+        f"autoreset_mode must be an AutoresetMode or one of {[m.value for m in AutoresetMode]}, got {value!r}"
+    )
+
+
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        warnings.warn("gpu_vecenv: no CUDA device is available; using the CPU backend", stacklevel=4)
+        return torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={str(device)!r} was requested but torch sees no CUDA device")
+        index = torch.cuda.current_device() if dev.index is None else dev.index
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+        return torch.device("cuda", index)
+    if dev.type != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {str(device)!r}")
+    return dev
+
+
+class GpuVectorEnv(VectorEnv):
+    """A vector env of ``num_games`` games of ``definition``, every agent a slot.
+
+    Args:
+        definition: what to simulate (see :mod:`gpu_vecenv.definition`).
+        num_games: number of independent games.
+        device: ``"cuda"``, ``"cuda:N"`` or ``"cpu"``; default: CUDA when
+            available, else the CPU with a notice.
+        backend: ``"auto"`` (``cuda`` on a CUDA device, ``cpu`` on the CPU),
+            ``"cuda"`` or ``"cpu"``. ``backend="cuda"`` with ``device="cpu"``
+            runs the CUDA kernel under Numba's simulator
+            (``NUMBA_ENABLE_CUDASIM=1``; tiny sizes only).
+        autoreset_mode: an :class:`AutoresetMode` (or its value string);
+            ``NEXT_STEP`` by default.
+        copy: ``True`` (default): every returned tensor is fresh and never
+            changes afterwards. ``False``: ``step``/``reset`` return views of
+            the env's output buffers, overwritten by the next call.
+        strict: check action ranges at every ``step`` and raise before the
+            launch; costs one device-to-host sync per step. Otherwise an
+            out-of-range action acts as a no-op and is reported by the next
+            ``reset``.
+        max_episode_steps: truncate games after this many steps (``None``:
+            no truncation besides the env's own end).
+        render_mode: ``None`` or ``"rgb_array"``.
+        threads_per_block: CUDA threads per game (default: agents rounded up
+            to a warp, at most 256); extra agents are covered by a stride loop.
+    """
+
+    OPTIONS = frozenset(
+        {"device", "backend", "autoreset_mode", "copy", "strict", "max_episode_steps", "render_mode",
+         "threads_per_block"}
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        definition: EnvDefinition,
+        num_games: int,
+        *,
+        device: str | torch.device | None = None,
+        backend: str = "auto",
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        strict: bool = False,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        threads_per_block: int | None = None,
+    ) -> None:
+        name = definition.name
+        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
+            raise ValueError(f"{name}: num_envs (the number of games) must be an integer >= 1, got {num_games!r}")
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < 1
+        ):  # fmt: skip
+            raise ValueError(f"{name}: max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"{name}: render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.definition = definition
+        self.device = _resolve_device(device)
+        self.backend = self._resolve_backend(backend)
+        mode = _autoreset_mode(autoreset_mode)
+        self.metadata = {"autoreset_mode": mode, "render_modes": ["rgb_array"]}
+        self.autoreset_mode = mode
+        self.render_mode = render_mode
+        self.copy = bool(copy)
+        self.strict = bool(strict)
+        self.max_episode_steps = max_episode_steps
+
+        self.num_games = int(num_games)
+        self.num_agents = definition.num_agents
+        self.num_envs = self.num_games * self.num_agents
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (definition.obs_dim,), np.float32)
+        self.single_action_space = spaces.MultiDiscrete(np.asarray(definition.action_nvec, np.int64))
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        self._layout = StateLayout(definition)
+        self._check_memory()
+        self._buffers = self._layout.allocate(self.num_games, self.device)
+        self._views = self._layout.views(self._buffers)
+        if definition.setup is not None:
+            definition.setup(self._views)
+        self._params = ParamLayout(definition).pack(_MODE_CODE[mode], int(max_episode_steps or 0), self.device)
+        self._nvec = torch.as_tensor(definition.action_nvec, dtype=torch.int64, device=self.device)
+        num_actions = len(definition.action_nvec)
+        self._actions = torch.zeros((self.num_games, self.num_agents, num_actions), dtype=torch.int64,
+                                    device=self.device)  # fmt: skip
+        if self.backend == "cuda":
+            self._backend: CpuBackend | CudaBackend = CudaBackend(
+                definition, self._buffers, self._params, self._actions, self.num_games, threads_per_block
+            )
+        else:
+            self._backend = CpuBackend(definition, self._buffers, self._params, self._actions)
+        self._fixed_outputs = None if self.copy else self._new_outputs()
+        self._all_true = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        self.roles = {role: torch.as_tensor(ids, dtype=torch.int64, device=self.device)
+                      for role, ids in definition.roles.items()}  # fmt: skip
+        self._seed_games(self._fresh_entropy(), torch.ones(self.num_games, dtype=torch.bool, device=self.device))
+        self._needs_reset = True
+
+    # -- construction helpers -------------------------------------------------
+    def _resolve_backend(self, backend: str) -> str:
+        name = self.definition.name
+        if backend == "auto":
+            if SIMULATOR:
+                return "cuda"
+            return "cuda" if self.device.type == "cuda" else "cpu"
+        if backend == "cpu":
+            if self.device.type != "cpu":
+                raise ValueError(f"{name}: backend='cpu' needs device='cpu', got device={str(self.device)!r}")
+            return backend
+        if backend == "cuda":
+            if self.device.type == "cpu" and not SIMULATOR:
+                raise ValueError(
+                    f"{name}: backend='cuda' with device='cpu' runs only under the CUDA simulator "
+                    "(NUMBA_ENABLE_CUDASIM=1); use device='cuda' or backend='cpu'"
+                )
+            if self.device.type == "cuda" and SIMULATOR:
+                raise ValueError(f"{name}: under the CUDA simulator, use device='cpu' with backend='cuda'")
+            return backend
+        raise ValueError(f"{name}: backend must be 'auto', 'cuda' or 'cpu', got {backend!r}")
+
+    def memory_per_game(self) -> int:
+        """Bytes of device memory one game takes: state, actions and one set of outputs."""
+        d = self.definition
+        per_agent_out = 4 * d.obs_dim * (2 if self.autoreset_mode is AutoresetMode.SAME_STEP else 1) + 4 + 4
+        return self._layout.bytes_per_game() + d.num_agents * (per_agent_out + 8 * len(d.action_nvec))
+
+    def _check_memory(self) -> None:
+        need = self.memory_per_game() * self.num_games
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+        else:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if need > 0.9 * free:
+            raise MemoryError(
+                f"{self.definition.name}: {self.num_games} games need about {need / 2**30:.2f} GiB "
+                f"({self.memory_per_game()} bytes per game) but only {free / 2**30:.2f} GiB is free on {self.device}"
+            )
+
+    def _new_outputs(self) -> Outputs:
+        g, n, d = self.num_games, self.num_agents, self.definition.obs_dim
+        kw = {"device": self.device}
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        out = Outputs(
+            obs=torch.empty((g, n, d), dtype=torch.float32, **kw),
+            rewards=torch.empty((g, n), dtype=torch.float32, **kw),
+            flags=torch.empty((4, g, n), dtype=torch.uint8, **kw),
+            final_obs=torch.empty((g, n, d) if same_step else (1, 1, 1), dtype=torch.float32, **kw),
+        )
+        out.kernel_args = self._backend.output_args(out)
+        return out
+
+    def _outputs(self) -> Outputs:
+        return self._fixed_outputs if self._fixed_outputs is not None else self._new_outputs()
+
+    # -- seeding ----------------------------------------------------------------
+    @staticmethod
+    def _fresh_entropy() -> int:
+        return int(np.random.SeedSequence().entropy) % (2**62)
+
+    def _seeds_for(self, seed: int | Sequence[int]) -> torch.Tensor:
+        name, g = self.definition.name, self.num_games
+        if isinstance(seed, (bool, np.bool_)):
+            raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {seed!r}")
+        if isinstance(seed, (int, np.integer)):
+            if not 0 <= int(seed) <= _MAX_SEED - (g - 1):
+                raise ValueError(f"{name}: seed must be in [0, 2**63 - num_games], got {seed}")
+            return int(seed) + torch.arange(g, dtype=torch.int64)
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            values = list(seed)
+            if len(values) == self.num_envs and self.num_envs != g:
+                per_game = [values[i * self.num_agents : (i + 1) * self.num_agents] for i in range(g)]
+                if any(len(set(p)) != 1 for p in per_game):
+                    raise ValueError(f"{name}: a seed list of length num_envs must repeat one seed for all agents of a game")
+                values = [p[0] for p in per_game]
+            if len(values) != g:
+                raise ValueError(
+                    f"{name}: a seed list needs one seed per game ({g}), or per slot ({self.num_envs}); got {len(values)}"
+                )
+            for v in values:
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) <= _MAX_SEED:
+                    raise ValueError(f"{name}: every seed must be an int in [0, 2**63), got {v!r}")
+            return torch.tensor([int(v) for v in values], dtype=torch.int64)
+        raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {type(seed).__name__}")
+
+    def _seed_games(self, seeds: int | torch.Tensor, game_mask: torch.Tensor) -> None:
+        if isinstance(seeds, int):
+            seeds = seeds + torch.arange(self.num_games, dtype=torch.int64)
+        seeds = seeds.to(self.device)
+        self._views["seed"].copy_(torch.where(game_mask, seeds, self._views["seed"]))
+        # The reset kernel counts resets from -1, so the first reset after seeding is episode 0.
+        self._views["episode"].masked_fill_(game_mask, -1)
+
+    # -- actions ------------------------------------------------------------------
+    def _load_actions(self, actions: Any) -> None:
+        name, num_actions = self.definition.name, len(self.definition.action_nvec)
+        if isinstance(actions, torch.Tensor):
+            if actions.device != self.device:
+                raise ValueError(
+                    f"{name}: actions are on {actions.device} but the env is on {self.device}; "
+                    f"move them with .to({str(self.device)!r}) (numpy arrays are copied automatically)"
+                )
+            tensor = actions
+        else:
+            array = np.asarray(actions)
+            if array.dtype == object:
+                raise TypeError(f"{name}: actions must be a numeric array or tensor, got {type(actions).__name__}")
+            tensor = torch.from_numpy(array)
+        if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
+            raise TypeError(
+                f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}"
+            )
+        expected = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
+        if tuple(tensor.shape) not in expected:
+            raise ValueError(
+                f"{name}: actions must have shape {expected[0]} (one row per slot) or {expected[1]} "
+                f"(games, agents, components), got {tuple(tensor.shape)}"
+            )
+        self._actions.view(tensor.shape).copy_(tensor)
+        if self.strict:
+            self._raise_if_out_of_range()
+
+    def _raise_if_out_of_range(self) -> None:
+        bad = (self._actions < 0) | (self._actions >= self._nvec)
+        if bool(bad.any()):
+            g, a, k = (int(i) for i in bad.nonzero()[0])
+            value = int(self._actions[g, a, k])
+            raise ValueError(self._range_message(g, a, k, value, "this step (strict=True); nothing was stepped"))
+
+    def _range_message(self, g: int, a: int, k: int, value: int, when: str) -> str:
+        return (
+            f"{self.definition.name}: action component {k} of slot {g * self.num_agents + a} "
+            f"(game {g}, agent {a}) was {value}, expected 0 <= value < {self.definition.action_nvec[k]}; "
+            f"seen at {when}"
+        )
+
+    def _raise_pending_action_errors(self) -> None:
+        errors = self._views["action_error"]
+        flagged = errors[0] != 0
+        if bool(flagged.any()):
+            g, a = (int(i) for i in flagged.nonzero()[0])
+            k, value, count = int(errors[0, g, a]) - 1, int(errors[1, g, a]), int(flagged.sum())
+            errors.zero_()
+            raise ValueError(
+                self._range_message(g, a, k, value, "an earlier step")
+                + f"; {count} slot(s) had out-of-range actions, which acted as no-ops. "
+                "The env was not reset; call reset() again to go on, or pass strict=True to raise at the step."
+            )
+
+    # -- Gymnasium API ------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"{self.definition.name}: the env is closed; make a new one")
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Reset all games (or those of ``options["reset_mask"]``) and return ``(obs, infos)``.
+
+        ``seed``: an int ``s`` seeds game ``g`` with ``s + g``; a list gives
+        one seed per game; ``None`` keeps each game's stream going. Env
+        specific options (e.g. Tag's ``initial_positions``) go in ``options``.
+        ``reset_mask``: bool of shape ``(num_envs,)`` (equal within a game) or
+        ``(num_games,)``; games outside it keep their state.
+        """
+        self._check_open()
+        options = dict(options or {})
+        game_mask = self._game_mask(options.pop("reset_mask", None))
+        seeds = self._seeds_for(seed) if seed is not None else None
+        unknown = set(options) - set(self.definition.reset_option_names)
+        if unknown:
+            raise ValueError(
+                f"{self.definition.name}: unknown reset option(s) {sorted(unknown)}; "
+                f"known: {sorted({'reset_mask', *self.definition.reset_option_names})}"
+            )
+        self._raise_pending_action_errors()
+        if self.definition.reset_options is not None:
+            self.definition.reset_options(self._views, options, game_mask)
+        if seeds is not None:
+            self._seed_games(seeds, game_mask)
+        self._views["pending_reset"].masked_fill_(game_mask, 1)
+        out = self._outputs()
+        self._backend.launch(out, OP_RESET)
+        self._needs_reset = False
+        obs = out.obs.view(self.num_envs, -1)
+        active = out.flags[2].view(self.num_envs).view(torch.bool)
+        return obs, {"active": active, "_active": self._all_true}
+
+    def _game_mask(self, mask: Any) -> torch.Tensor:
+        name = self.definition.name
+        if mask is None:
+            return torch.ones(self.num_games, dtype=torch.bool, device=self.device)
+        tensor = mask if isinstance(mask, torch.Tensor) else torch.from_numpy(np.asarray(mask))
+        if tensor.dtype != torch.bool:
+            raise TypeError(f"{name}: reset_mask must be a bool array, got dtype {tensor.dtype}")
+        tensor = tensor.to(self.device)
+        if tuple(tensor.shape) == (self.num_envs,):
+            per_game = tensor.view(self.num_games, self.num_agents)
+            if bool((per_game != per_game[:, :1]).any()):
+                raise ValueError(f"{name}: reset_mask must be equal for all agents of a game (games reset whole)")
+            return per_game[:, 0].clone()
+        if tuple(tensor.shape) == (self.num_games,):
+            return tensor.clone()
+        raise ValueError(
+            f"{name}: reset_mask must have shape ({self.num_envs},) or ({self.num_games},), got {tuple(tensor.shape)}"
+        )
+
+    def step(self, actions: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Step every game once; returns ``(obs, rewards, terminated, truncated, infos)``.
+
+        ``actions``: integer tensor on the env's device or numpy array, shape
+        ``(num_envs, components)`` or ``(num_games, num_agents, components)``.
+        Returns ``obs (num_envs, obs_dim) float32``, ``rewards (num_envs,)
+        float32``, ``terminated``/``truncated (num_envs,) bool``, all on the
+        env's device, and ``infos["active"] (num_envs,) bool``: whether the
+        slot's agent was in its game during this step.
+        """
+        self._check_open()
+        if self._needs_reset:
+            raise gym_error.ResetNeeded(f"{self.definition.name}: call reset() before step()")
+        self._load_actions(actions)
+        out = self._outputs()
+        self._backend.launch(out, OP_STEP)
+        n = self.num_envs
+        obs = out.obs.view(n, -1)
+        flags = out.flags.view(4, n).view(torch.bool)
+        infos: dict[str, Any] = {"active": flags[2], "_active": self._all_true}
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            infos["final_obs"] = out.final_obs.view(n, -1)
+            infos["_final_obs"] = flags[3]
+            infos["final_info"] = {"active": flags[2], "_active": flags[3]}
+            infos["_final_info"] = flags[3]
+        return obs, out.rewards.view(n), flags[0], flags[1], infos
+
+    def render(self) -> None:
+        if self.render_mode is None:
+            return None
+        raise NotImplementedError(f"{self.definition.name}: render_mode={self.render_mode!r} is not implemented yet")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Release every buffer; the memory returns to torch's allocator."""
+        for attr in ("_buffers", "_views", "_params", "_actions", "_backend", "_fixed_outputs", "_all_true"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+
+    # -- multi-agent view -----------------------------------------------------------
+    def per_game(self, tensor: torch.Tensor) -> torch.Tensor:
+        """View a slot-major tensor ``(num_envs, ...)`` as ``(num_games, num_agents, ...)`` (no copy)."""
+        return tensor.view(self.num_games, self.num_agents, *tensor.shape[1:])
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        """Live named views of the state: ``x`` is ``(games, agents)``; writing them changes the games."""
+        self._check_open()
+        return self._views
+
+    def __repr__(self) -> str:
+        return (
+            f"GpuVectorEnv({self.definition.name}, num_games={self.num_games}, num_agents={self.num_agents}, "
+            f"device={self.device}, backend={self.backend}, autoreset_mode={self.autoreset_mode.value})"
+        )
