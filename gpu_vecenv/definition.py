@@ -126,7 +126,11 @@ class EnvDefinition:
             before writing anything if an option is invalid.
         setup: a hook ``(state) -> None`` that fills static state arrays (ones
             no reset phase writes, such as agent roles) once at construction.
-        reference: the numpy reference of the game, for checks and tests.
+        reference: a factory of the numpy reference of one game, for checks
+            and tests: an object with ``reset(seed, episode, options) -> obs``,
+            ``step(actions) -> (obs, rewards, game_over)``, ``get_state()`` and
+            ``set_state(state)`` over arrays named as the state arrays (plus
+            ``t``), one entry per agent.
     """
 
     name: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Mapping
 
 import numpy as np
@@ -85,7 +86,7 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         reset_option_names=RESET_OPTIONS,
         reset_options=_apply_reset_options(n),
         setup=setup,
-        reference=TagReference(config),
+        reference=partial(TagReference, config),
     )
 
 

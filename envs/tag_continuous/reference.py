@@ -66,8 +66,15 @@ class TagReference:
         self.t = int(state["t"])
 
     # -- reset ---------------------------------------------------------------
-    def reset(self, seed: int, episode: int, positions=None, directions=None) -> np.ndarray:
-        """Draw the initial state of reset number ``episode`` of a game seeded ``seed``."""
+    def reset(self, seed: int, episode: int, options: dict | None = None) -> np.ndarray:
+        """Draw the initial state of reset number ``episode`` of a game seeded ``seed``.
+
+        ``options`` may fix ``initial_positions`` ``(N, 2)`` and
+        ``initial_directions`` ``(N,)``; NaN entries stay random.
+        """
+        options = options or {}
+        positions = options.get("initial_positions")
+        directions = options.get("initial_directions")
         n = self.config.num_agents
         draw_uniform, draw_int = _python(uniform01), _python(randint)
         L = F32(self.config.grid_length)
