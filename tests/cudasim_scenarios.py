@@ -1,0 +1,76 @@
+"""Reference checks of the real CUDA kernel under Numba's CUDA simulator, at tiny sizes.
+
+Run by tests/test_cuda_simulator.py in a process of its own (the simulator is
+chosen at import time): ``NUMBA_ENABLE_CUDASIM=1 python tests/cudasim_scenarios.py [NAME ...]``.
+Prints one report per scenario and exits non-zero if any disagrees with the reference.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import traceback
+
+import gymnasium as gym
+import numpy as np
+
+import gpu_vecenv  # noqa: F401
+from gpu_vecenv.oracle import compare_with_reference
+from gpu_vecenv.shared import SIMULATOR
+
+TINY = dict(num_taggers=2, num_runners=3, num_other_agents_observed=2, episode_length=5, grid_length=5.0,
+            tagging_distance=0.1, threads_per_block=2)  # fmt: skip
+
+
+def _cluster_options():
+    positions = np.full((5, 2), np.nan, np.float32)
+    positions[0], positions[1] = (2.5, 2.5), (0.2, 0.2)
+    for i in range(3):
+        angle = 2 * math.pi * i / 3
+        positions[2 + i] = (2.5 + 0.3 * math.cos(angle), 2.5 + 0.3 * math.sin(angle))
+    return {"initial_positions": positions}
+
+
+def _edge_options():
+    positions = np.full((5, 2), 0.05, np.float32)
+    positions[:, 1] = np.linspace(0.5, 4.5, 5)
+    return {"initial_positions": positions, "initial_directions": np.full(5, math.pi, np.float32)}
+
+
+# name -> (make_vec overrides, steps, reset options)
+SCENARIOS = {
+    "next_step": ({}, 12, None),
+    "same_step": ({"autoreset_mode": "SameStep"}, 11, None),
+    "disabled": ({"autoreset_mode": "Disabled"}, 11, None),
+    "full_observation": ({"use_full_observation": True}, 6, None),
+    "runners_stay": ({"runner_exits_game_after_tagged": False, "tagging_distance": 0.4}, 6, None),
+    "all_tagged_early": ({"tagging_distance": 1.0}, 4, None),
+    "one_tagger_many_tags": ({"tagging_distance": 0.2}, 3, _cluster_options()),
+    "edge_hits": ({"edge_hit_penalty": -1.0, "tagging_distance": 0.0, "min_acceleration": 0.5, "max_acceleration": 0.5}, 3, _edge_options()),
+    "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
+    "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
+}
+
+
+def main(names: list[str]) -> int:
+    if not SIMULATOR:
+        print("run with NUMBA_ENABLE_CUDASIM=1")
+        return 2
+    failures = 0
+    for name in names or list(SCENARIOS):
+        overrides, steps, options = SCENARIOS[name]
+        params = dict(TINY, **overrides)
+        try:
+            envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
+            report = compare_with_reference(envs, steps, seed=7, options=options)
+        except Exception:  # report and go on with the other scenarios
+            print(f"== {name}\n{traceback.format_exc()}\nERROR\n", flush=True)
+            failures += 1
+            continue
+        print(f"== {name}\n{report.table()}\n", flush=True)
+        failures += not report.ok
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
