@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Run the GPU test suite, the quickstart and the host-overhead benchmark on a CUDA machine,
+# writing logs and JSON into the directory given (default: benchmarks/results/latest).
+#
+#   bash benchmarks/run_gpu_checks.sh [OUTDIR] [PYTEST_ARGS...]
+set -uo pipefail
+out=${1:-benchmarks/results/latest}
+shift || true
+mkdir -p "$out"
+export TQDM_DISABLE=1 PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import sys, torch, numba, numpy, gymnasium; from numba_cuda import __version__ as nc
+print("python", sys.version.split()[0], "| torch", torch.__version__, "| numba", numba.__version__,
+      "| numba-cuda", nc, "| numpy", numpy.__version__, "| gymnasium", gymnasium.__version__)'
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+start=$(date +%s)
+python3 -m pytest -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/pytest.txt"
+echo "pytest wall time: $(( $(date +%s) - start )) s" | tee -a "$out/pytest.txt"
+python3 examples/quickstart.py --json "$out/quickstart.json" 2>&1 | tee "$out/quickstart.txt"
+python3 examples/quickstart.py --no-copy --json "$out/quickstart_nocopy.json" 2>&1 | tee -a "$out/quickstart.txt"
+python3 benchmarks/bench_host.py --json "$out/bench_host.json" 2>&1 | tee "$out/bench_host.txt"
