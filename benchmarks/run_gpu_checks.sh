@@ -10,7 +10,8 @@ mkdir -p "$out"
 export TQDM_DISABLE=1 PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c 'import sys, torch, numba, numpy, gymnasium; from numba_cuda import __version__ as nc
+  python3 -c 'import sys, torch, numba, numpy, gymnasium; from importlib.metadata import version
+nc = version("numba-cuda")
 print("python", sys.version.split()[0], "| torch", torch.__version__, "| numba", numba.__version__,
       "| numba-cuda", nc, "| numpy", numpy.__version__, "| gymnasium", gymnasium.__version__)'
 } > "$out/machine.txt" 2>&1
