@@ -18,9 +18,9 @@ import torch
 import gpu_vecenv  # noqa: F401
 
 
-def host_us_per_step(games: int, taggers: int, runners: int, steps: int, copy: bool, device: str) -> float:
+def host_us_per_step(games: int, taggers: int, runners: int, steps: int, device: str, **options) -> float:
     envs = gym.make_vec("WarpTag-v0", num_envs=games, num_taggers=taggers, num_runners=runners,
-                        num_other_agents_observed=min(10, taggers + runners - 1), device=device, copy=copy)  # fmt: skip
+                        num_other_agents_observed=min(10, taggers + runners - 1), device=device, **options)  # fmt: skip
     envs.reset(seed=0)
     nvec = torch.as_tensor(envs.single_action_space.nvec, device=envs.device)
     actions = (torch.rand((envs.num_envs, 2), device=envs.device) * nvec).long()
@@ -47,13 +47,16 @@ def main() -> None:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--json")
     a = p.parse_args()
+    variants = [{"copy": True}, {"copy": False}, {"copy": True, "strict": True}]
+    if a.device.startswith("cuda"):
+        variants += [{"copy": True, "cuda_graphs": False}, {"copy": False, "cuda_graphs": False}]
     rows = []
-    for copy in (True, False):
-        us = host_us_per_step(a.games, a.taggers, a.runners, a.steps, copy, a.device)
-        rows.append({"games": a.games, "agents": a.taggers + a.runners, "copy": copy, "host_us_per_step": us})
-    print(f"{'games':>6} {'agents':>7} {'copy':>6} {'host us/step':>13}  ({a.device})")
+    for options in variants:
+        us = host_us_per_step(a.games, a.taggers, a.runners, a.steps, a.device, **options)
+        rows.append({"games": a.games, "agents": a.taggers + a.runners, "options": options, "host_us_per_step": us})
+    print(f"{'games':>6} {'agents':>7} {'host us/step':>13}  options ({a.device})")
     for r in rows:
-        print(f"{r['games']:>6} {r['agents']:>7} {str(r['copy']):>6} {r['host_us_per_step']:>13.1f}")
+        print(f"{r['games']:>6} {r['agents']:>7} {r['host_us_per_step']:>13.1f}  {r['options']}")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"device": a.device, "torch": torch.__version__, "rows": rows}, fh, indent=2)

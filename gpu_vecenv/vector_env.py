@@ -20,10 +20,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gpu_vecenv.backends import CpuBackend, CudaBackend, Outputs
+from gpu_vecenv.backends import CpuBackend, CudaBackend
 from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
+from gpu_vecenv.outputs import OutputArena, OutputViews
 from gpu_vecenv.shared import SIMULATOR
 
 _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
@@ -88,11 +89,13 @@ class GpuVectorEnv(VectorEnv):
         render_mode: ``None`` or ``"rgb_array"``.
         threads_per_block: CUDA threads per game (default: agents rounded up
             to a warp, at most 256); extra agents are covered by a stride loop.
+        cuda_graphs: replay each launch from a captured CUDA graph (default
+            ``True``; the graph launches on the current stream, like the kernel).
     """
 
     OPTIONS = frozenset(
         {"device", "backend", "autoreset_mode", "copy", "strict", "max_episode_steps", "render_mode",
-         "threads_per_block"}
+         "threads_per_block", "cuda_graphs"}
     )  # fmt: skip
 
     def __init__(
@@ -108,6 +111,7 @@ class GpuVectorEnv(VectorEnv):
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
         threads_per_block: int | None = None,
+        cuda_graphs: bool = True,
     ) -> None:
         name = definition.name
         if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
@@ -149,13 +153,15 @@ class GpuVectorEnv(VectorEnv):
         num_actions = len(definition.action_nvec)
         self._actions = torch.zeros((self.num_games, self.num_agents, num_actions), dtype=torch.int64,
                                     device=self.device)  # fmt: skip
+        same_step = mode is AutoresetMode.SAME_STEP
+        self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend = CudaBackend(
-                definition, self._buffers, self._params, self._actions, self.num_games, threads_per_block
+                definition, self._buffers, self._params, self._actions, self._arena.views, threads_per_block,
+                cuda_graphs,
             )
         else:
-            self._backend = CpuBackend(definition, self._buffers, self._params, self._actions)
-        self._fixed_outputs = None if self.copy else self._new_outputs()
+            self._backend = CpuBackend(definition, self._buffers, self._params, self._actions, self._arena.views)
         self._all_true = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.roles = {role: torch.as_tensor(ids, dtype=torch.int64, device=self.device)
                       for role, ids in definition.roles.items()}  # fmt: skip
@@ -202,21 +208,9 @@ class GpuVectorEnv(VectorEnv):
                 f"({self.memory_per_game()} bytes per game) but only {free / 2**30:.2f} GiB is free on {self.device}"
             )
 
-    def _new_outputs(self) -> Outputs:
-        g, n, d = self.num_games, self.num_agents, self.definition.obs_dim
-        kw = {"device": self.device}
-        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-        out = Outputs(
-            obs=torch.empty((g, n, d), dtype=torch.float32, **kw),
-            rewards=torch.empty((g, n), dtype=torch.float32, **kw),
-            flags=torch.empty((4, g, n), dtype=torch.uint8, **kw),
-            final_obs=torch.empty((g, n, d) if same_step else (1, 1, 1), dtype=torch.float32, **kw),
-        )
-        out.kernel_args = self._backend.output_args(out)
-        return out
-
-    def _outputs(self) -> Outputs:
-        return self._fixed_outputs if self._fixed_outputs is not None else self._new_outputs()
+    def _outputs(self) -> OutputViews:
+        """What this call returns: the arena itself (``copy=False``) or a fresh copy of it."""
+        return self._arena.fresh_copy() if self.copy else self._arena.views
 
     # -- seeding ----------------------------------------------------------------
     @staticmethod
@@ -344,8 +338,8 @@ class GpuVectorEnv(VectorEnv):
         if seeds is not None:
             self._seed_games(seeds, game_mask)
         self._views["pending_reset"].masked_fill_(game_mask, 1)
+        self._backend.launch(OP_RESET)
         out = self._outputs()
-        self._backend.launch(out, OP_RESET)
         self._needs_reset = False
         obs = out.obs.view(self.num_envs, -1)
         active = out.flags[2].view(self.num_envs).view(torch.bool)
@@ -384,8 +378,8 @@ class GpuVectorEnv(VectorEnv):
         if self._needs_reset:
             raise gym_error.ResetNeeded(f"{self.definition.name}: call reset() before step()")
         self._load_actions(actions)
+        self._backend.launch(OP_STEP)
         out = self._outputs()
-        self._backend.launch(out, OP_STEP)
         n = self.num_envs
         obs = out.obs.view(n, -1)
         flags = out.flags.view(4, n).view(torch.bool)
@@ -404,7 +398,9 @@ class GpuVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         """Release every buffer; the memory returns to torch's allocator."""
-        for attr in ("_buffers", "_views", "_params", "_actions", "_backend", "_fixed_outputs", "_all_true"):
+        if hasattr(self, "_backend") and isinstance(self._backend, CudaBackend):
+            self._backend.close()
+        for attr in ("_buffers", "_views", "_params", "_actions", "_backend", "_arena", "_all_true"):
             if hasattr(self, attr):
                 delattr(self, attr)
 
