@@ -8,8 +8,9 @@ kernel reads and writes the tensors in place through views made once.
 
 Since every argument of every launch is fixed at construction (state, params,
 the env's action buffer, the output arena) and only ``op`` varies, the CUDA
-backend captures one CUDA graph per ``op`` after its first, eager, launch; a
-``step`` is then one graph replay on the current stream.
+backend captures one CUDA graph per ``op`` right after the first, eager,
+launch (inside the first ``reset``, since capturing synchronizes the device);
+a ``step`` is then one graph replay on the current stream.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from numba import cuda
 from gpu_vecenv.codegen import load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
-from gpu_vecenv.outputs import OutputViews
+from gpu_vecenv.outputs import KernelOutputs
 from gpu_vecenv.shared import SIMULATOR
 
 
@@ -38,7 +39,7 @@ def _threads_per_block(num_agents: int, requested: int | None) -> int:
 
 
 def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...], actions: torch.Tensor,
-                    out: OutputViews) -> tuple[torch.Tensor, ...]:  # fmt: skip
+                    out: KernelOutputs) -> tuple[torch.Tensor, ...]:  # fmt: skip
     """The kernel's array arguments, in its signature's order (``op`` follows)."""
     return (
         tuple(buffers[name] for name in BUFFERS)
@@ -53,7 +54,7 @@ class CpuBackend:
     name = "cpu"
 
     def __init__(self, definition: EnvDefinition, buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...],
-                 actions: torch.Tensor, out: OutputViews) -> None:  # fmt: skip
+                 actions: torch.Tensor, out: KernelOutputs) -> None:  # fmt: skip
         if SIMULATOR:
             raise RuntimeError(
                 "the CPU backend is not available while NUMBA_ENABLE_CUDASIM=1; use backend='cuda' "
@@ -64,6 +65,9 @@ class CpuBackend:
 
     def launch(self, op: int) -> None:
         self._run(*self._args, op)
+
+    def capture(self, ops: tuple[int, ...]) -> None:
+        """Nothing to capture on the CPU."""
 
 
 class CudaBackend:
@@ -78,7 +82,7 @@ class CudaBackend:
     name = "cuda"
 
     def __init__(self, definition: EnvDefinition, buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...],
-                 actions: torch.Tensor, out: OutputViews, threads_per_block: int | None = None,
+                 actions: torch.Tensor, out: KernelOutputs, threads_per_block: int | None = None,
                  cuda_graphs: bool = True) -> None:  # fmt: skip
         self._kernel = load_kernel_module(definition, "cuda").run
         self.device = actions.device
@@ -95,7 +99,6 @@ class CudaBackend:
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self._launched: set[int] = set()
 
     def _configured(self) -> Any:
         if SIMULATOR:
@@ -117,26 +120,30 @@ class CudaBackend:
                 self._configured()(*self._args, op)
 
     def launch(self, op: int) -> None:
+        """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
         graph = self._graphs.get(op)
         if graph is not None:
             graph.replay()
-            return
-        if not self.cuda_graphs or op not in self._launched:
-            # The first launch of each op compiles (or loads) the kernel and runs eagerly.
+        else:
             self._launch_eager(op)
-            self._launched.add(op)
-            return
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.device(self.device), torch.cuda.graph(graph):
-                self._launch_eager(op)  # captured on the capture stream, not run
-        except Exception as exc:  # noqa: BLE001  (any capture failure: fall back to eager launches)
-            warnings.warn(f"gpu_vecenv: CUDA graph capture failed ({exc}); launching eagerly", stacklevel=3)
-            self.cuda_graphs = False
-            self._launch_eager(op)
-            return
-        self._graphs[op] = graph
-        graph.replay()
+
+    def capture(self, ops: tuple[int, ...]) -> None:
+        """Capture a CUDA graph of each of ``ops`` (once); needs the kernel compiled, i.e. one launch done.
+
+        Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
+        """
+        for op in ops:
+            if not self.cuda_graphs or op in self._graphs:
+                continue
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.device(self.device), torch.cuda.graph(graph):
+                    self._launch_eager(op)  # recorded on the capture stream, not run
+            except Exception as exc:  # noqa: BLE001  (any capture failure: fall back to eager launches)
+                warnings.warn(f"gpu_vecenv: CUDA graph capture failed ({exc}); launching eagerly", stacklevel=3)
+                self.cuda_graphs = False
+                return
+            self._graphs[op] = graph
 
     def close(self) -> None:
         self._graphs.clear()

@@ -1,19 +1,14 @@
-"""The output arena: every per-step output of an env in one byte buffer.
+"""The output arena: every per-step output of an env in two buffers the kernel always writes.
 
-One ``uint8`` tensor holds, at 256-byte aligned offsets:
+``floats`` (1-D float32) holds ``obs`` ``(games, agents, obs_dim)``, then
+``rewards`` ``(games, agents)``, then, in SAME_STEP mode, ``final_obs`` like
+``obs``. ``flags`` (uint8, ``(4, games, agents)``) holds terminated,
+truncated, active and done.
 
-=============  ==============================  =======
-section        shape                           dtype
-=============  ==============================  =======
-``obs``        ``(games, agents, obs_dim)``    float32
-``rewards``    ``(games, agents)``             float32
-``flags``      ``(4, games, agents)``          uint8: terminated, truncated, active, done
-``final_obs``  like ``obs`` (SAME_STEP only)   float32
-=============  ==============================  =======
-
-The kernel always writes the same arena, so its views and launches are made
-once. Returning fresh tensors (``copy=True``) costs one device copy of the
-arena and no extra launch of the env's kernel.
+Because the kernel writes the same memory at every launch, its views and its
+launch (a CUDA graph) are made once. Returning fresh tensors (``copy=True``)
+costs two device copies and a handful of view operations, no extra launch of
+the env's kernel.
 """
 
 from __future__ import annotations
@@ -22,12 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
-_ALIGN = 256
-
 
 @dataclass(frozen=True)
-class OutputViews:
-    """Typed views of one arena."""
+class KernelOutputs:
+    """The arena as the kernel sees it: per-game shapes."""
 
     obs: torch.Tensor
     rewards: torch.Tensor
@@ -35,39 +28,59 @@ class OutputViews:
     final_obs: torch.Tensor
 
 
+@dataclass(frozen=True)
+class SlotOutputs:
+    """The arena (or a copy) as ``step`` returns it: slot-major shapes, ``num_envs = games * agents``.
+
+    ``obs`` ``(num_envs, obs_dim)`` float32; ``rewards`` ``(num_envs,)``
+    float32; ``terminated``, ``truncated``, ``active``, ``done`` ``(num_envs,)``
+    bool; ``final_obs`` like ``obs`` in SAME_STEP mode, else ``None``.
+    """
+
+    obs: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    active: torch.Tensor
+    done: torch.Tensor
+    final_obs: torch.Tensor | None
+
+
 class OutputArena:
-    """Allocates the arena of ``num_games`` games and carves typed views out of it (or out of a copy)."""
+    """Output buffers of ``num_games`` games on ``device``."""
 
     def __init__(self, num_games: int, num_agents: int, obs_dim: int, final_obs: bool, device: torch.device) -> None:
-        g, n, d = num_games, num_agents, obs_dim
-        self._sections: list[tuple[str, int, tuple[int, ...], torch.dtype]] = []
-        offset = 0
-        for name, shape, dtype in (
-            ("obs", (g, n, d), torch.float32),
-            ("rewards", (g, n), torch.float32),
-            ("flags", (4, g, n), torch.uint8),
-            ("final_obs", (g, n, d) if final_obs else (1, 1, 1), torch.float32),
-        ):
-            self._sections.append((name, offset, shape, dtype))
-            size = dtype.itemsize
-            for s in shape:
-                size *= s
-            offset += -(-size // _ALIGN) * _ALIGN
-        self.nbytes = offset
-        self.buffer = torch.empty(offset, dtype=torch.uint8, device=device)
-        self.views = self.carve(self.buffer)
+        self.num_envs = num_games * num_agents
+        self.obs_dim = obs_dim
+        self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
+        self.floats = torch.empty(sum(self._split), dtype=torch.float32, device=device)
+        self.flags = torch.empty((4, num_games, num_agents), dtype=torch.uint8, device=device)
+        parts = torch.split(self.floats, self._split)
+        placeholder = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
+        self.kernel = KernelOutputs(
+            obs=parts[0].view(num_games, num_agents, obs_dim),
+            rewards=parts[1].view(num_games, num_agents),
+            flags=self.flags,
+            final_obs=parts[2].view(num_games, num_agents, obs_dim) if final_obs else placeholder,
+        )
+        self._own = self._slot_views(self.floats, self.flags)
 
-    def carve(self, buffer: torch.Tensor) -> OutputViews:
-        """Typed views into ``buffer`` (the arena itself or a clone of it)."""
-        parts = {}
-        for name, offset, shape, dtype in self._sections:
-            count = 1
-            for s in shape:
-                count *= s
-            raw = buffer[offset : offset + count * dtype.itemsize]
-            parts[name] = raw.view(dtype).view(shape)
-        return OutputViews(**parts)
+    def _slot_views(self, floats: torch.Tensor, flags: torch.Tensor) -> SlotOutputs:
+        parts = torch.split(floats, self._split)
+        terminated, truncated, active, done = flags.view(torch.bool).view(4, self.num_envs).unbind(0)
+        return SlotOutputs(
+            obs=parts[0].view(self.num_envs, self.obs_dim),
+            rewards=parts[1],
+            terminated=terminated,
+            truncated=truncated,
+            active=active,
+            done=done,
+            final_obs=parts[2].view(self.num_envs, self.obs_dim) if len(parts) > 2 else None,
+        )
 
-    def fresh_copy(self) -> OutputViews:
-        """Views of a new copy of the arena, which later launches never touch."""
-        return self.carve(self.buffer.clone())
+    def results(self, copy: bool) -> SlotOutputs:
+        """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
+        return self._slot_views(self.floats.clone(), self.flags.clone()) if copy else self._own
+
+    def nbytes(self) -> int:
+        return self.floats.numel() * 4 + self.flags.numel()

@@ -24,7 +24,7 @@ from gpu_vecenv.backends import CpuBackend, CudaBackend
 from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
-from gpu_vecenv.outputs import OutputArena, OutputViews
+from gpu_vecenv.outputs import OutputArena
 from gpu_vecenv.shared import SIMULATOR
 
 _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
@@ -157,11 +157,11 @@ class GpuVectorEnv(VectorEnv):
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend = CudaBackend(
-                definition, self._buffers, self._params, self._actions, self._arena.views, threads_per_block,
+                definition, self._buffers, self._params, self._actions, self._arena.kernel, threads_per_block,
                 cuda_graphs,
             )
         else:
-            self._backend = CpuBackend(definition, self._buffers, self._params, self._actions, self._arena.views)
+            self._backend = CpuBackend(definition, self._buffers, self._params, self._actions, self._arena.kernel)
         self._all_true = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.roles = {role: torch.as_tensor(ids, dtype=torch.int64, device=self.device)
                       for role, ids in definition.roles.items()}  # fmt: skip
@@ -207,10 +207,6 @@ class GpuVectorEnv(VectorEnv):
                 f"{self.definition.name}: {self.num_games} games need about {need / 2**30:.2f} GiB "
                 f"({self.memory_per_game()} bytes per game) but only {free / 2**30:.2f} GiB is free on {self.device}"
             )
-
-    def _outputs(self) -> OutputViews:
-        """What this call returns: the arena itself (``copy=False``) or a fresh copy of it."""
-        return self._arena.fresh_copy() if self.copy else self._arena.views
 
     # -- seeding ----------------------------------------------------------------
     @staticmethod
@@ -339,11 +335,10 @@ class GpuVectorEnv(VectorEnv):
             self._seed_games(seeds, game_mask)
         self._views["pending_reset"].masked_fill_(game_mask, 1)
         self._backend.launch(OP_RESET)
-        out = self._outputs()
+        self._backend.capture((OP_STEP, OP_RESET))
         self._needs_reset = False
-        obs = out.obs.view(self.num_envs, -1)
-        active = out.flags[2].view(self.num_envs).view(torch.bool)
-        return obs, {"active": active, "_active": self._all_true}
+        out = self._arena.results(self.copy)
+        return out.obs, {"active": out.active, "_active": self._all_true}
 
     def _game_mask(self, mask: Any) -> torch.Tensor:
         name = self.definition.name
@@ -379,17 +374,14 @@ class GpuVectorEnv(VectorEnv):
             raise gym_error.ResetNeeded(f"{self.definition.name}: call reset() before step()")
         self._load_actions(actions)
         self._backend.launch(OP_STEP)
-        out = self._outputs()
-        n = self.num_envs
-        obs = out.obs.view(n, -1)
-        flags = out.flags.view(4, n).view(torch.bool)
-        infos: dict[str, Any] = {"active": flags[2], "_active": self._all_true}
-        if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            infos["final_obs"] = out.final_obs.view(n, -1)
-            infos["_final_obs"] = flags[3]
-            infos["final_info"] = {"active": flags[2], "_active": flags[3]}
-            infos["_final_info"] = flags[3]
-        return obs, out.rewards.view(n), flags[0], flags[1], infos
+        out = self._arena.results(self.copy)
+        infos: dict[str, Any] = {"active": out.active, "_active": self._all_true}
+        if out.final_obs is not None:
+            infos["final_obs"] = out.final_obs
+            infos["_final_obs"] = out.done
+            infos["final_info"] = {"active": out.active, "_active": out.done}
+            infos["_final_info"] = out.done
+        return out.obs, out.rewards, out.terminated, out.truncated, infos
 
     def render(self) -> None:
         if self.render_mode is None:
