@@ -3,8 +3,9 @@
 From an :class:`~gpu_vecenv.definition.EnvDefinition` this module writes the
 source of a Python module holding one function ``run`` with the signature::
 
-    run(agent_f32, agent_i32, game_f32, game_i64, params_f32, params_i64,
-        actions_in, obs, rewards, flags, final_obs, op)
+    run(agent_f32, agent_f64, agent_i32, agent_i64, game_f32, game_f64,
+        game_i32, game_i64, params_f32, params_i64, actions_in, obs, rewards,
+        flags, final_obs, op)
 
 for one of two targets: ``"cuda"`` (a ``numba.cuda.jit`` kernel, one block
 per game, a stride loop over agents, ``cuda.syncthreads()`` between phases)
@@ -33,17 +34,14 @@ from types import ModuleType
 from typing import Iterator
 
 from gpu_vecenv.definition import EnvDefinition, Phase
-from gpu_vecenv.layout import ParamLayout, StateLayout
+from gpu_vecenv.layout import BUFFERS, ParamLayout, StateLayout
 
 OP_STEP = 0
 OP_RESET = 1
 # Values of params_i64[1]; gymnasium's AutoresetMode maps onto them.
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 
-KERNEL_ARGS = (
-    "agent_f32, agent_i32, game_f32, game_i64, params_f32, params_i64, "
-    "actions_in, obs, rewards, flags, final_obs, op"
-)
+KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, obs, rewards, flags, final_obs, op"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

@@ -59,7 +59,8 @@ FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
 FRAMEWORK_NAMES = frozenset(
     {"g", "a", "num_agents", "obs", "rewards"} | set(FRAMEWORK_GAME_ARRAYS) | set(FRAMEWORK_AGENT_ARRAYS)
 )
-_ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": ("float32", "int32"), "game": ("float32", "int64")}
+_DTYPES = ("float32", "float64", "int32", "int64")
+_ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,7 @@ class StateArray:
 
     Args:
         name: a Python identifier, the parameter name phases use.
-        dtype: ``"float32"`` or ``"int32"`` for agent arrays, ``"float32"`` or
-            ``"int64"`` for game arrays.
+        dtype: ``"float32"``, ``"float64"``, ``"int32"`` or ``"int64"``.
         per: ``"agent"`` (one value per agent of each game) or ``"game"``.
         length: values per agent (or game); above 1 the array gains a leading
             axis of this length.

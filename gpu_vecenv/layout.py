@@ -1,15 +1,9 @@
 """Packing named state arrays into the few buffers a kernel takes.
 
-Four packed buffers hold the whole state of all games:
-
-==============  ==============================  =========================
-buffer          shape                           holds
-==============  ==============================  =========================
-``agent_f32``   ``(rows, games, agents)``        float32 agent arrays
-``agent_i32``   ``(rows, games, agents)``        int32 agent arrays
-``game_f32``    ``(rows, games)``                float32 game arrays
-``game_i64``    ``(rows, games)``                int64 game arrays
-==============  ==============================  =========================
+Eight packed buffers, one per scope and dtype, hold the whole state of all
+games: ``agent_f32``, ``agent_f64``, ``agent_i32``, ``agent_i64`` of shape
+``(rows, games, agents)`` and ``game_f32``, ``game_f64``, ``game_i32``,
+``game_i64`` of shape ``(rows, games)``.
 
 An array of length ``L`` takes ``L`` consecutive rows. Every buffer has at
 least one row, so kernels always take the same arguments.
@@ -24,19 +18,11 @@ import torch
 
 from gpu_vecenv.definition import FRAMEWORK_GAME_ARRAYS, EnvDefinition, StateArray
 
-BUFFERS = ("agent_f32", "agent_i32", "game_f32", "game_i64")
-_BUFFER_OF = {
-    ("agent", "float32"): "agent_f32",
-    ("agent", "int32"): "agent_i32",
-    ("game", "float32"): "game_f32",
-    ("game", "int64"): "game_i64",
-}
-_TORCH_DTYPE = {
-    "agent_f32": torch.float32,
-    "agent_i32": torch.int32,
-    "game_f32": torch.float32,
-    "game_i64": torch.int64,
-}
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32, "int64": torch.int64}
+_SHORT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+BUFFERS = tuple(f"{scope}_{_SHORT[dtype]}" for scope in ("agent", "game") for dtype in DTYPES)
+_BUFFER_OF = {(scope, dtype): f"{scope}_{_SHORT[dtype]}" for scope in ("agent", "game") for dtype in DTYPES}
+_TORCH_DTYPE = {f"{scope}_{_SHORT[dtype]}": t for scope in ("agent", "game") for dtype, t in DTYPES.items()}
 
 
 @dataclass(frozen=True)
