@@ -116,6 +116,9 @@ class EnvDefinition:
             module docstring.
         active: name of an int32 agent array that is non-zero while the agent
             is in the game; reported as ``infos["active"]``. ``None``: always.
+        discrete_actions: use ``Discrete(action_nvec[0])`` as the per-agent
+            action space (one component; actions shaped ``(num_envs,)``)
+            instead of ``MultiDiscrete(action_nvec)``.
         roles: named groups of agent ids, e.g. ``{"tagger": (0, 1)}``, for the
             multi-agent view.
         reset_option_names: the ``reset(options=...)`` keys the env accepts
@@ -144,6 +147,7 @@ class EnvDefinition:
     reward_phases: tuple[Phase, ...]
     reset_phases: tuple[Phase, ...]
     active: str | None = None
+    discrete_actions: bool = False
     roles: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     reset_option_names: tuple[str, ...] = ()
     reset_options: ResetOptionsHook | None = None
@@ -164,6 +168,8 @@ class EnvDefinition:
             raise ValueError(f"{where}: num_agents must be >= 1, got {self.num_agents}")
         if not self.action_nvec or any(int(n) < 1 for n in self.action_nvec):
             raise ValueError(f"{where}: action_nvec must be non-empty positive sizes, got {self.action_nvec}")
+        if self.discrete_actions and len(self.action_nvec) != 1:
+            raise ValueError(f"{where}: discrete_actions needs exactly one action component, got {self.action_nvec}")
         if self.obs_dim < 1:
             raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
         seen: set[str] = set()

@@ -129,7 +129,8 @@ def compare_with_reference(
         seeds = _numpy(env.state["seed"]).copy()
         before = [_game_state(env, state_keys, g) for g in range(G)]
         actions = rng.integers(0, nvec, size=(G, N, len(nvec)))
-        o, r, term, trunc, info = env.step(torch.as_tensor(actions, device=env.device))
+        given = actions[..., 0] if d.discrete_actions else actions
+        o, r, term, trunc, info = env.step(torch.as_tensor(given, device=env.device))
         o, r = _numpy(env.per_game(o)), _numpy(env.per_game(r))
         term, active = _numpy(env.per_game(term)), _numpy(env.per_game(info["active"]))
         final_obs = _numpy(env.per_game(info["final_obs"])) if "final_obs" in info else None
@@ -145,7 +146,7 @@ def compare_with_reference(
                 continue
             refs[g].set_state(before[g])
             alive_before = np.asarray(before[g].get(d.active, np.ones(N))) != 0 if d.active else np.ones(N, bool)
-            want_obs, want_r, over = refs[g].step(actions[g])
+            want_obs, want_r, over = refs[g].step(given[g])
             diffs["rewards"].update(r[g], want_r, where)
             diffs["terminated"].update(term[g], np.full(N, over), where)
             diffs["active"].update(active[g], alive_before, where)

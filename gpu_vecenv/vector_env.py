@@ -138,7 +138,10 @@ class GpuVectorEnv(VectorEnv):
         self.num_agents = definition.num_agents
         self.num_envs = self.num_games * self.num_agents
         self.single_observation_space = spaces.Box(-np.inf, np.inf, (definition.obs_dim,), np.float32)
-        self.single_action_space = spaces.MultiDiscrete(np.asarray(definition.action_nvec, np.int64))
+        if definition.discrete_actions:
+            self.single_action_space: spaces.Space = spaces.Discrete(int(definition.action_nvec[0]))
+        else:
+            self.single_action_space = spaces.MultiDiscrete(np.asarray(definition.action_nvec, np.int64))
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
@@ -265,11 +268,16 @@ class GpuVectorEnv(VectorEnv):
             raise TypeError(
                 f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}"
             )
-        expected = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
+        if self.definition.discrete_actions:
+            expected = [(self.num_envs,), (self.num_games, self.num_agents)]
+            layout = "(games, agents)"
+        else:
+            expected = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
+            layout = "(games, agents, components)"
         if tuple(tensor.shape) not in expected:
             raise ValueError(
-                f"{name}: actions must have shape {expected[0]} (one row per slot) or {expected[1]} "
-                f"(games, agents, components), got {tuple(tensor.shape)}"
+                f"{name}: actions must have shape {expected[0]} (one per slot) or {expected[1]} "
+                f"{layout}, got {tuple(tensor.shape)}"
             )
         self._actions.view(tensor.shape).copy_(tensor)
         if self.strict:
