@@ -133,6 +133,7 @@ def compare_with_reference(
         o, r, term, trunc, info = env.step(torch.as_tensor(given, device=env.device))
         o, r = _numpy(env.per_game(o)), _numpy(env.per_game(r))
         term, active = _numpy(env.per_game(term)), _numpy(env.per_game(info["active"]))
+        trunc = _numpy(env.per_game(trunc))
         final_obs = _numpy(env.per_game(info["final_obs"])) if "final_obs" in info else None
         finished = []
         for g in range(G):
@@ -150,10 +151,12 @@ def compare_with_reference(
             diffs["rewards"].update(r[g], want_r, where)
             diffs["terminated"].update(term[g], np.full(N, over), where)
             diffs["active"].update(active[g], alive_before, where)
-            if over:
+            # A game ends by its own rule (terminated) or by max_episode_steps (truncated).
+            ended = over or bool(trunc[g].any())
+            if ended:
                 report.game_ends += 1
                 finished.append(g)
-            if over and mode is AutoresetMode.SAME_STEP:
+            if ended and mode is AutoresetMode.SAME_STEP:
                 diffs["obs"].update(final_obs[g], want_obs, where + " (final_obs)")
                 want = refs[g].reset(int(seeds[g]), int(episode[g]) + 1, options)
                 diffs["obs"].update(o[g], want, where + " (same-step reset)")
