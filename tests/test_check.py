@@ -1,0 +1,64 @@
+"""The consistency checker, as a command and as a function, passes on WarpTag-v0 and catches a wrong game."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from functools import partial
+
+from conftest import SMALL_TAG
+
+from envs.tag_continuous.config import TagConfig
+from envs.tag_continuous.env import tag_definition
+from envs.tag_continuous.reference import TagReference
+from gpu_vecenv.check import check, main
+from gpu_vecenv.oracle import compare_with_reference
+from gpu_vecenv.vector_env import GpuVectorEnv
+
+
+def test_check_function_passes_on_warp_tag():
+    report = check("WarpTag-v0", device="cpu", steps=40, num_envs=3, **SMALL_TAG)
+    assert report.ok, report.table()
+    assert report.game_ends >= 6
+
+
+def test_check_command_prints_a_table_and_exits_zero(capsys):
+    params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
+    assert main(["WarpTag-v0", "--device", "cpu", "--steps", "20", "--num-envs", "2", *params]) == 0
+    out = capsys.readouterr().out
+    assert "max abs diff" in out and "OK" in out
+
+
+def test_check_runs_as_a_module():
+    cmd = [sys.executable, "-m", "gpu_vecenv.check", "WarpTag-v0", "--device", "cpu", "--steps", "5",
+           "--num-envs", "2", "--param", "num_runners=4", "--param", "num_taggers=1", "--param", "num_other_agents_observed=2"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK" in proc.stdout
+
+
+class GenerousReference(TagReference):
+    """A reference that pays taggers one point more per tag: the backend must be caught disagreeing."""
+
+    def step(self, actions):
+        obs, rewards, over = super().step(actions)
+        before = rewards.copy()
+        rewards[self.agent_type == 1] += (before[self.agent_type == 1] > 0) * 1.0
+        return obs, rewards, over
+
+
+def test_a_wrong_game_is_reported_with_the_first_failing_step_and_slot():
+    config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0))
+    definition = dataclasses.replace(tag_definition(config), reference=partial(GenerousReference, config))
+    env = GpuVectorEnv(definition, num_games=2, device="cpu")
+    report = compare_with_reference(env, steps=3, seed=0)
+    assert not report.ok
+    failure = report.differences["rewards"].first_failure
+    assert failure is not None and failure.startswith("step 0, game 0")
+    assert "MISMATCH" in report.table()
+
+
+def test_an_invalid_parameter_is_a_clear_error_not_a_traceback(capsys):
+    assert main(["WarpTag-v0", "--device", "cpu", "--param", "num_runners=0"]) == 2
+    assert "num_runners=0 is invalid" in capsys.readouterr().err
