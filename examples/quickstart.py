@@ -71,8 +71,10 @@ def main() -> None:
 
     results = [run(g, steps, device, copy=not args.no_copy) for g in games]
     name = torch.cuda.get_device_name(torch.device(device)) if on_gpu else "CPU"
-    print(f"\nWarpTag-v0 defaults (10 taggers + 100 runners, K = 10), random actions, {steps} timed steps, "
-          f"copy={not args.no_copy}")
+    print(
+        f"\nWarpTag-v0 defaults (10 taggers + 100 runners, K = 10), random actions, {steps} timed steps, "
+        f"copy={not args.no_copy}"
+    )
     print(f"{'games':>7} {'agents':>7} {'ms/step':>9} {'steps/s':>10} {'game-steps/s':>14} "
           f"{'agent-steps/s':>15} {'set-up s':>9}  device")  # fmt: skip
     for r in results:

@@ -8,9 +8,9 @@ Importing the package registers its environments, e.g. ``WarpTag-v0``::
 
 from __future__ import annotations
 
-from gpu_vecenv.shared import shared
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.registration import register
+from gpu_vecenv.shared import shared
 
 __version__ = "0.1.0"
 

@@ -28,10 +28,10 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
 
 from gpu_vecenv.definition import EnvDefinition, Phase
 from gpu_vecenv.layout import BUFFERS, ParamLayout, StateLayout

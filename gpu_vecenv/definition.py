@@ -46,8 +46,9 @@ from __future__ import annotations
 
 import inspect
 import keyword
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import torch
 

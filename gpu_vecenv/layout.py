@@ -117,7 +117,9 @@ class ParamLayout:
         self.i64_names = tuple(i64)
         self.f32_names = tuple(f32)
 
-    def pack(self, autoreset_mode: int, max_episode_steps: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def pack(
+        self, autoreset_mode: int, max_episode_steps: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The ``(params_f32, params_i64)`` tensors for one env instance."""
         d = self.definition
         values: dict[str, object] = dict(d.constants)

@@ -10,8 +10,9 @@ are compared too: the reference draws the initial state of the same
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -112,11 +113,11 @@ def compare_with_reference(
     state_keys = list(refs[0].get_state())
     mode = env.autoreset_mode
 
-    obs, _ = env.reset(seed=seed, options=options)
-    obs = _numpy(env.per_game(obs))
+    first_obs, _ = env.reset(seed=seed, options=options)
+    obs0 = _numpy(env.per_game(first_obs))
     for g in range(G):
         want = refs[g].reset(seed + g, 0, options)
-        diffs["obs"].update(obs[g], want, f"reset, game {g}")
+        diffs["obs"].update(obs0[g], want, f"reset, game {g}")
         for k, v in refs[g].get_state().items():
             diffs["initial_state"].update(_game_state(env, [k], g)[k], v, f"reset, game {g}, {k}")
     report.resets += G
@@ -130,11 +131,11 @@ def compare_with_reference(
         before = [_game_state(env, state_keys, g) for g in range(G)]
         actions = rng.integers(0, nvec, size=(G, N, len(nvec)))
         given = actions[..., 0] if d.discrete_actions else actions
-        o, r, term, trunc, info = env.step(torch.as_tensor(given, device=env.device))
-        o, r = _numpy(env.per_game(o)), _numpy(env.per_game(r))
-        term, active = _numpy(env.per_game(term)), _numpy(env.per_game(info["active"]))
-        trunc = _numpy(env.per_game(trunc))
-        final_obs = _numpy(env.per_game(info["final_obs"])) if "final_obs" in info else None
+        step_out = env.step(torch.as_tensor(given, device=env.device))
+        o, r, term, trunc = (_numpy(env.per_game(t)) for t in step_out[:4])
+        info = step_out[4]
+        active = _numpy(env.per_game(info["active"]))
+        final_obs = _numpy(env.per_game(info["final_obs"])) if "final_obs" in info else np.empty(0)
         finished = []
         for g in range(G):
             where = f"step {step}, game {g}"
@@ -168,8 +169,7 @@ def compare_with_reference(
         if mode is AutoresetMode.DISABLED and finished:
             mask = np.zeros(G, bool)
             mask[finished] = True
-            o2, _ = env.reset(options={**(options or {}), "reset_mask": mask})
-            o2 = _numpy(env.per_game(o2))
+            o2 = _numpy(env.per_game(env.reset(options={**(options or {}), "reset_mask": mask})[0]))
             for g in finished:
                 want = refs[g].reset(int(seeds[g]), int(episode[g]) + 1, options)
                 diffs["obs"].update(o2[g], want, f"step {step}, game {g} (masked reset)")

@@ -15,14 +15,15 @@ and only the ``cuda`` backend is available in that process.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import numba
 from numba import cuda
 
 F = TypeVar("F", bound=Callable[..., object])
 
-SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
+SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
 def shared(fn: F) -> F:

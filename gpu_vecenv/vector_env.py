@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -160,7 +161,12 @@ class GpuVectorEnv(VectorEnv):
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend = CudaBackend(
-                definition, self._buffers, self._params, self._actions, self._arena.kernel, threads_per_block,
+                definition,
+                self._buffers,
+                self._params,
+                self._actions,
+                self._arena.kernel,
+                threads_per_block,
                 cuda_graphs,
             )
         else:
@@ -214,7 +220,9 @@ class GpuVectorEnv(VectorEnv):
     # -- seeding ----------------------------------------------------------------
     @staticmethod
     def _fresh_entropy() -> int:
-        return int(np.random.SeedSequence().entropy) % (2**62)
+        entropy = np.random.SeedSequence().entropy
+        assert isinstance(entropy, int)
+        return entropy % (2**62)
 
     def _seeds_for(self, seed: int | Sequence[int]) -> torch.Tensor:
         name, g = self.definition.name, self.num_games
@@ -229,14 +237,21 @@ class GpuVectorEnv(VectorEnv):
             if len(values) == self.num_envs and self.num_envs != g:
                 per_game = [values[i * self.num_agents : (i + 1) * self.num_agents] for i in range(g)]
                 if any(len(set(p)) != 1 for p in per_game):
-                    raise ValueError(f"{name}: a seed list of length num_envs must repeat one seed for all agents of a game")
+                    raise ValueError(
+                        f"{name}: a seed list of length num_envs must repeat one seed for all agents of a game"
+                    )
                 values = [p[0] for p in per_game]
             if len(values) != g:
                 raise ValueError(
-                    f"{name}: a seed list needs one seed per game ({g}), or per slot ({self.num_envs}); got {len(values)}"
+                    f"{name}: a seed list needs one seed per game ({g}), or per slot ({self.num_envs}); "
+                    f"got {len(values)}"
                 )
             for v in values:
-                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) <= _MAX_SEED:
+                if (
+                    isinstance(v, (bool, np.bool_))
+                    or not isinstance(v, (int, np.integer))
+                    or not 0 <= int(v) <= _MAX_SEED
+                ):
                     raise ValueError(f"{name}: every seed must be an int in [0, 2**63), got {v!r}")
             return torch.tensor([int(v) for v in values], dtype=torch.int64)
         raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {type(seed).__name__}")
@@ -265,9 +280,7 @@ class GpuVectorEnv(VectorEnv):
                 raise TypeError(f"{name}: actions must be a numeric array or tensor, got {type(actions).__name__}")
             tensor = torch.from_numpy(array)
         if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
-            raise TypeError(
-                f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}"
-            )
+            raise TypeError(f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}")
         if self.definition.discrete_actions:
             expected = [(self.num_envs,), (self.num_games, self.num_agents)]
             layout = "(games, agents)"

@@ -46,7 +46,11 @@ SCENARIOS = {
     "runners_stay": ({"runner_exits_game_after_tagged": False, "tagging_distance": 0.4}, 6, None),
     "all_tagged_early": ({"tagging_distance": 1.0}, 4, None),
     "one_tagger_many_tags": ({"tagging_distance": 0.2}, 3, _cluster_options()),
-    "edge_hits": ({"edge_hit_penalty": -1.0, "tagging_distance": 0.0, "min_acceleration": 0.5, "max_acceleration": 0.5}, 3, _edge_options()),
+    "edge_hits": (
+        {"edge_hit_penalty": -1.0, "tagging_distance": 0.0, "min_acceleration": 0.5, "max_acceleration": 0.5},
+        3,
+        _edge_options(),
+    ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
 }

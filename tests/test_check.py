@@ -31,8 +31,9 @@ def test_check_command_prints_a_table_and_exits_zero(capsys):
 
 
 def test_check_runs_as_a_module():
-    cmd = [sys.executable, "-m", "gpu_vecenv.check", "WarpTag-v0", "--device", "cpu", "--steps", "5",
-           "--num-envs", "2", "--param", "num_runners=4", "--param", "num_taggers=1", "--param", "num_other_agents_observed=2"]  # fmt: skip
+    params = ["num_runners=4", "num_taggers=1", "num_other_agents_observed=2"]
+    cmd = [sys.executable, "-m", "gpu_vecenv.check", "WarpTag-v0", "--device", "cpu", "--steps", "5", "--num-envs", "2"]
+    cmd += [f"--param={p}" for p in params]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK" in proc.stdout

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cudasim_scenarios import SCENARIOS
 
 HERE = Path(__file__).resolve().parent

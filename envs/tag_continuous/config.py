@@ -137,7 +137,9 @@ class TagConfig:
                 raise bad("num_other_agents_observed", f"an integer in [1, num_agents - 1 = {self.num_agents - 1}]")
         if self.tagger_ids is not None:
             ids = self.tagger_ids
-            if len(ids) != self.num_taggers or len(set(ids)) != len(ids) or not all(
-                0 <= i < self.num_agents for i in ids
+            if (
+                len(ids) != self.num_taggers
+                or len(set(ids)) != len(ids)
+                or not all(0 <= i < self.num_agents for i in ids)
             ):
                 raise bad("tagger_ids", f"{self.num_taggers} distinct agent ids in [0, {self.num_agents})")
