@@ -4,7 +4,8 @@
     python -m gpu_vecenv.check WarpTag-v0 --param num_runners=20 --param use_full_observation=true
 
 Both start from the same initial states and take the same random actions over
-several episodes, resets included. The table gives, per output (obs, rewards,
+several episodes, resets included; then the CPU backend is run with each
+agent phase's agents in reverse order, which must not change anything. The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -18,8 +19,12 @@ import sys
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+import torch
 
 import gpu_vecenv  # noqa: F401  (registers the package's envs)
+from gpu_vecenv.definition import EnvDefinition
+from gpu_vecenv.layout import ParamLayout
 from gpu_vecenv.oracle import Report, compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -42,6 +47,47 @@ def check(
         return compare_with_reference(env, steps=steps, seed=seed)
     finally:
         env.close()
+
+
+def _order_sensitive_run(definition: EnvDefinition, order_mask: int, num_games: int, steps: int, seed: int):
+    env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=True)
+    _, slot, _ = ParamLayout(definition).slots["agent_order"]
+    env._params[1][slot] = order_mask
+    rng = np.random.default_rng(seed)
+    outputs = [env.reset(seed=seed)[0]]
+    nvec = np.asarray(definition.action_nvec)
+    for _ in range(steps):
+        actions = rng.integers(0, nvec, size=(num_games, definition.num_agents, len(nvec)))
+        obs, rewards, term, trunc, _ = env.step(actions[..., 0] if definition.discrete_actions else actions)
+        outputs += [obs, rewards, term, trunc]
+    outputs += [t.clone() for t in env.state.values()]
+    env.close()
+    return outputs
+
+
+def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int = 60, seed: int = 0) -> list[str]:
+    """Names of the agent phases whose results change when their agents run last to first.
+
+    An agent phase must write only its own agent's slots and read only what
+    earlier phases wrote; then the order in which agents run cannot matter.
+    This runs the CPU backend with every agent phase reversed, and, if the
+    results differ, with each phase reversed alone, to name the culprits.
+    """
+    agent_phases = [i for i, p in enumerate(definition.all_phases) if p.per == "agent"]
+    forward = _order_sensitive_run(definition, 0, num_games, steps, seed)
+
+    def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+        if a.is_floating_point():
+            return torch.equal(torch.nan_to_num(a, nan=1.5e38), torch.nan_to_num(b, nan=1.5e38))
+        return torch.equal(a, b)
+
+    def differs(mask: int) -> bool:
+        other = _order_sensitive_run(definition, mask, num_games, steps, seed)
+        return any(not same(a, b) for a, b in zip(forward, other))
+
+    if not differs(sum(1 << i for i in agent_phases)):
+        return []
+    return [definition.all_phases[i].name for i in agent_phases if differs(1 << i)]
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -68,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--autoreset-mode", default="NextStep", help="NextStep, SameStep or Disabled")
     parser.add_argument("--param", type=_parse_param, action="append", default=[], help="env parameter NAME=VALUE")
+    parser.add_argument(
+        "--no-order-check", action="store_true", help="skip the check that agent phases do not depend on agent order"
+    )
     args = parser.parse_args(argv)
     try:
         report = check(args.env_id, device=args.device, steps=args.steps, num_envs=args.num_envs, seed=args.seed,
@@ -77,7 +126,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{args.env_id}: {args.num_envs} games, device={args.device or 'auto'}, mode={args.autoreset_mode}")
     print(report.table())
-    return 0 if report.ok else 1
+    ok = report.ok
+    if not args.no_order_check:
+        envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
+        culprits = check_agent_order(envs.unwrapped.definition, num_games=min(args.num_envs, 4))
+        envs.close()
+        if culprits:
+            ok = False
+            print(
+                f"agent order: phase(s) {culprits} give different results when agents run in another order: "
+                "such a phase writes another agent's slot, or reads a slot another agent writes in the same phase. "
+                "Write only slot [..., g, a]; move reads of others' new values into a later phase."
+            )
+        else:
+            print("agent order: results do not depend on the order agents run in: OK")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

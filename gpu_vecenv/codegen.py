@@ -63,12 +63,19 @@ class _Writer:
         self.depth -= 1
 
     @contextmanager
-    def agents(self) -> Iterator[None]:
-        header = (
-            "for a in range(tid, num_agents, nthreads):" if self.target == "cuda" else "for a in range(num_agents):"
-        )
-        with self.block(header):
-            yield
+    def agents(self, order_bit: int | None = None) -> Iterator[None]:
+        if self.target == "cuda":
+            with self.block("for a in range(tid, num_agents, nthreads):"):
+                yield
+        elif order_bit is None:
+            with self.block("for a in range(num_agents):"):
+                yield
+        else:
+            # Bit `order_bit` of agent_order runs this phase's agents last to first: a phase whose result
+            # depends on that order reads or writes another agent's slot (see gpu_vecenv.check).
+            with self.block("for _i in range(num_agents):"):
+                self.line(f"a = num_agents - 1 - _i if (agent_order >> {order_bit}) & 1 else _i")
+                yield
 
     @contextmanager
     def once(self) -> Iterator[None]:
@@ -98,11 +105,11 @@ def _phase_imports(definition: EnvDefinition) -> tuple[list[str], dict[int, str]
     return lines, aliases
 
 
-def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str]) -> None:
+def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], order: list[Phase]) -> None:
     for phase in phases:
         call = f"{aliases[id(phase.fn)]}({', '.join(phase.parameters)})"
         if phase.per == "agent":
-            with w.agents():
+            with w.agents(order.index(phase)):
                 w.line(call)
         else:
             with w.once():
@@ -167,7 +174,7 @@ def _reset_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) 
         w.line("truncated[g] = 0")
         w.line("pending_reset[g] = 0")
     w.barrier()
-    _run_phases(w, definition.reset_phases, aliases)
+    _run_phases(w, definition.reset_phases, aliases, list(definition.all_phases))
 
 
 def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -> None:
@@ -180,11 +187,11 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
     with w.block(f"if op == {OP_RESET} or (do_reset and autoreset_mode == {NEXT_STEP}):"):
         with w.block("if do_reset:"):
             _reset_body(w, definition, aliases)
-        _run_phases(w, definition.observe_phases, aliases)
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
         _write_outputs(w, definition, "False", "False", zero_rewards=True)
     with w.block(f"elif (was_term or was_trunc) and autoreset_mode == {DISABLED}:"):
         # A finished game that was not reset stays frozen: same state, zero reward.
-        _run_phases(w, definition.observe_phases, aliases)
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
         _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)
     with w.block("else:"):
         with w.agents():
@@ -202,9 +209,9 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
         with w.once():
             w.line("t[g] += 1")
         w.barrier()
-        _run_phases(w, definition.update_phases, aliases)
-        _run_phases(w, definition.observe_phases, aliases)
-        _run_phases(w, definition.reward_phases, aliases)
+        _run_phases(w, definition.update_phases, aliases, list(definition.all_phases))
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
+        _run_phases(w, definition.reward_phases, aliases, list(definition.all_phases))
         with w.once():
             with w.block("if max_episode_steps > 0 and t[g] >= max_episode_steps:"):
                 w.line("truncated[g] = 1")
@@ -226,7 +233,7 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
             with w.block(f"elif autoreset_mode == {SAME_STEP}:"):
                 w.barrier()
                 _reset_body(w, definition, aliases)
-                _run_phases(w, definition.observe_phases, aliases)
+                _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
 
 
 def cache_dir() -> Path:

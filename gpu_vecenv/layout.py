@@ -94,7 +94,7 @@ class ParamLayout:
     constants. A constant given as a sequence becomes a 1-D array view.
     """
 
-    FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps")
+    FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order")
 
     def __init__(self, definition: EnvDefinition) -> None:
         self.definition = definition
@@ -123,7 +123,8 @@ class ParamLayout:
         """The ``(params_f32, params_i64)`` tensors for one env instance."""
         d = self.definition
         values: dict[str, object] = dict(d.constants)
-        values.update(num_agents=d.num_agents, autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps)
+        values.update(num_agents=d.num_agents, autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps,
+                      agent_order=0)  # fmt: skip
         values.update({f"nvec{k}": int(n) for k, n in enumerate(d.action_nvec)})
         f32 = np.zeros(max(1, len(self.f32_names)), np.float32)
         i64 = np.zeros(len(self.i64_names), np.int64)
