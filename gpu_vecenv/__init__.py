@@ -8,13 +8,14 @@ Importing the package registers its environments, e.g. ``WarpTag-v0``::
 
 from __future__ import annotations
 
+from gpu_vecenv.codegen import KernelCompileError
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.registration import register
 from gpu_vecenv.shared import shared
 
 __version__ = "0.1.0"
 
-__all__ = ["EnvDefinition", "GpuVectorEnv", "Phase", "StateArray", "register", "shared", "__version__"]
+__all__ = ["EnvDefinition", "GpuVectorEnv", "KernelCompileError", "Phase", "StateArray", "register", "shared", "__version__"]
 
 
 def __getattr__(name: str):

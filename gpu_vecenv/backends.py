@@ -21,7 +21,9 @@ from typing import Any
 import torch
 from numba import cuda
 
-from gpu_vecenv.codegen import load_kernel_module
+from numba.core.errors import NumbaError
+
+from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
 from gpu_vecenv.outputs import KernelOutputs
@@ -60,11 +62,15 @@ class CpuBackend:
                 "the CPU backend is not available while NUMBA_ENABLE_CUDASIM=1; use backend='cuda' "
                 "(simulated) in that process, or unset the variable"
             )
+        self._definition = definition
         self._run = load_kernel_module(definition, "cpu").run
         self._args = tuple(t.numpy() for t in _kernel_tensors(buffers, params, actions, out))
 
     def launch(self, op: int) -> None:
-        self._run(*self._args, op)
+        try:
+            self._run(*self._args, op)
+        except NumbaError as exc:  # raised by the first call, which compiles
+            raise KernelCompileError(self._definition, "cpu", exc) from exc
 
     def capture(self, ops: tuple[int, ...]) -> None:
         """Nothing to capture on the CPU."""
@@ -84,6 +90,7 @@ class CudaBackend:
     def __init__(self, definition: EnvDefinition, buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...],
                  actions: torch.Tensor, out: KernelOutputs, threads_per_block: int | None = None,
                  cuda_graphs: bool = True) -> None:  # fmt: skip
+        self._definition = definition
         self._kernel = load_kernel_module(definition, "cuda").run
         self.device = actions.device
         self.grid = int(buffers["game_i64"].shape[1])
@@ -113,11 +120,14 @@ class CudaBackend:
         return self._launcher
 
     def _launch_eager(self, op: int) -> None:
-        if SIMULATOR or self._gpu_index == 0:
-            self._configured()(*self._args, op)
-        else:
-            with cuda.gpus[self._gpu_index]:
+        try:
+            if SIMULATOR or self._gpu_index == 0:
                 self._configured()(*self._args, op)
+            else:
+                with cuda.gpus[self._gpu_index]:
+                    self._configured()(*self._args, op)
+        except NumbaError as exc:  # raised by the first launch, which compiles
+            raise KernelCompileError(self._definition, "cuda", exc) from exc
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""

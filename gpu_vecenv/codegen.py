@@ -45,6 +45,17 @@ KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, obs, r
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+class KernelCompileError(TypeError):
+    """The phases of an env do not compile for a backend."""
+
+    def __init__(self, definition: EnvDefinition, target: str, cause: BaseException) -> None:
+        super().__init__(
+            f"env {definition.name!r}: its phases do not compile for the {target} backend. Every function a phase "
+            "calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy scalars, math and "
+            f"array indexing (no numba.cuda, no allocation, no Python objects). Numba said:\n{cause}"
+        )
+
+
 class _Writer:
     def __init__(self, target: str) -> None:
         self.target = target
@@ -138,8 +149,7 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({KERNEL_ARGS}):"):
         for name, slot in layout.slots.items():
-            index = str(slot.row) if slot.length == 1 else f"{slot.row}:{slot.row + slot.length}"
-            w.line(f"{name} = {slot.buffer}[{index}]")
+            w.line(f"{name} = {slot.buffer}[{slot.index}]")
         for text in params.source_lines():
             w.line(text)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out")):

@@ -74,12 +74,15 @@ class StateArray:
         per: ``"agent"`` (one value per agent of each game) or ``"game"``.
         length: values per agent (or game); above 1 the array gains a leading
             axis of this length.
+        vector: give the array its leading axis even at length 1 (the
+            framework's ``action[k, g, a]`` is always indexed so).
     """
 
     name: str
     dtype: str
     per: Scope = "agent"
     length: int = 1
+    vector: bool = False
 
 
 @dataclass(frozen=True)

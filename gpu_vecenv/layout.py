@@ -27,18 +27,24 @@ _TORCH_DTYPE = {f"{scope}_{_SHORT[dtype]}": t for scope in ("agent", "game") for
 
 @dataclass(frozen=True)
 class Slot:
-    """Where one named array lives: its buffer, first row and length."""
+    """Where one named array lives: its buffer, first row and length; ``vector``: it keeps its leading axis."""
 
     buffer: str
     row: int
     length: int
+    vector: bool
+
+    @property
+    def index(self) -> str:
+        """The buffer index that selects this array, as source text: ``"3"`` or ``"3:5"``."""
+        return f"{self.row}:{self.row + self.length}" if self.vector else str(self.row)
 
 
 def framework_arrays(definition: EnvDefinition) -> tuple[StateArray, ...]:
     """The arrays every env has, besides its own."""
     game = tuple(StateArray(name, "int64", "game") for name in FRAMEWORK_GAME_ARRAYS)
     agent = (
-        StateArray("action", "int32", "agent", len(definition.action_nvec)),
+        StateArray("action", "int32", "agent", len(definition.action_nvec), vector=True),
         # (component + 1, value) of the first out-of-range action seen for a slot.
         StateArray("action_error", "int32", "agent", 2),
     )
@@ -54,7 +60,7 @@ class StateLayout:
         self.rows = dict.fromkeys(BUFFERS, 0)
         for arr in framework_arrays(definition) + tuple(definition.state):
             buffer = _BUFFER_OF[(arr.per, arr.dtype)]
-            self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length)
+            self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length, arr.vector or arr.length > 1)
             self.rows[buffer] += arr.length
 
     def allocate(self, num_games: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -72,7 +78,7 @@ class StateLayout:
         out = {}
         for name, slot in self.slots.items():
             buf = buffers[slot.buffer]
-            out[name] = buf[slot.row] if slot.length == 1 else buf[slot.row : slot.row + slot.length]
+            out[name] = buf[slot.row : slot.row + slot.length] if slot.vector else buf[slot.row]
         return out
 
     def bytes_per_game(self) -> int:

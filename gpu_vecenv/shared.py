@@ -30,4 +30,7 @@ def shared(fn: F) -> F:
     """Compile ``fn`` for the CPU and make it callable from CUDA kernels."""
     if SIMULATOR:
         return fn
-    return numba.njit(cache=True)(fn)  # type: ignore[return-value]
+    try:
+        return numba.njit(cache=True)(fn)  # type: ignore[return-value]
+    except RuntimeError:  # no file to cache next to (a notebook cell, exec'd code): compile per process
+        return numba.njit(fn)  # type: ignore[return-value]

@@ -1,0 +1,64 @@
+"""WarpCartPole-v1: Gymnasium's CartPole-v1 described to gpu_vecenv, and its vector entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium import spaces
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from gymnasium.vector.utils import batch_space
+
+from envs.cartpole import sim
+from envs.cartpole.reference import CartPoleReference
+from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
+from gpu_vecenv.vector_env import GpuVectorEnv
+
+NAME = "WarpCartPole-v1"
+
+
+def cartpole_definition() -> EnvDefinition:
+    """The :class:`EnvDefinition` of CartPole: one cart per game, ``Discrete(2)`` actions, 4 observations."""
+    return EnvDefinition(
+        name=NAME,
+        num_agents=1,
+        action_nvec=(2,),
+        obs_dim=4,
+        # float64, as Gymnasium keeps its state; observations are rounded to float32 only when written.
+        state=(
+            StateArray("x", "float64"),
+            StateArray("x_dot", "float64"),
+            StateArray("theta", "float64"),
+            StateArray("theta_dot", "float64"),
+        ),
+        # The physics constants are float64 globals of sim.py; definition constants would be float32.
+        constants={},
+        update_phases=(Phase(sim.push_cart),),
+        observe_phases=(Phase(sim.observe_cart),),
+        reward_phases=(Phase(sim.reward_step), Phase(sim.end_if_fallen, "game")),
+        reset_phases=(Phase(sim.draw_initial_state),),
+        discrete_actions=True,
+        reference=CartPoleReference,
+    )
+
+
+def cartpole_observation_space() -> spaces.Box:
+    """Gymnasium's own CartPole observation space: ``Box((4,), float32)``, x and theta bounded at twice their limits."""
+    gym_space = CartPoleEnv().observation_space
+    return spaces.Box(gym_space.low, gym_space.high, gym_space.shape, gym_space.dtype)
+
+
+def make_warp_cartpole(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
+    """Vector entry point of ``WarpCartPole-v1``: ``num_envs`` independent carts, one slot each.
+
+    CartPole has no parameters of its own; keyword arguments are the options
+    of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
+    ``autoreset_mode``, ``max_episode_steps``, ``copy``, ...).
+    """
+    unknown = sorted(set(kwargs) - GpuVectorEnv.OPTIONS)
+    if unknown:
+        raise TypeError(f"{NAME}: unknown parameter(s) {unknown}; valid parameters are {sorted(GpuVectorEnv.OPTIONS)}")
+    envs = GpuVectorEnv(cartpole_definition(), num_games=num_envs, **kwargs)
+    # GpuVectorEnv declares an unbounded Box (EnvDefinition has no bounds); use Gymnasium's bounds instead.
+    envs.single_observation_space = cartpole_observation_space()
+    envs.observation_space = batch_space(envs.single_observation_space, envs.num_envs)
+    return envs
