@@ -15,7 +15,16 @@ from gpu_vecenv.shared import shared
 
 __version__ = "0.1.0"
 
-__all__ = ["EnvDefinition", "GpuVectorEnv", "KernelCompileError", "Phase", "StateArray", "register", "shared", "__version__"]
+__all__ = [
+    "EnvDefinition",
+    "GpuVectorEnv",
+    "KernelCompileError",
+    "Phase",
+    "StateArray",
+    "register",
+    "shared",
+    "__version__",
+]
 
 
 def __getattr__(name: str):

@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 from numba import cuda
-
 from numba.core.errors import NumbaError
 
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module

@@ -83,7 +83,7 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
 
     def differs(mask: int) -> bool:
         other = _order_sensitive_run(definition, mask, num_games, steps, seed)
-        return any(not same(a, b) for a, b in zip(forward, other))
+        return any(not same(a, b) for a, b in zip(forward, other, strict=True))
 
     if not differs(sum(1 << i for i in agent_phases)):
         return []
@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = report.ok
     if not args.no_order_check:
         envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
-        culprits = check_agent_order(envs.unwrapped.definition, num_games=min(args.num_envs, 4))
+        env = envs.unwrapped
+        assert isinstance(env, GpuVectorEnv)
+        culprits = check_agent_order(env.definition, num_games=min(args.num_envs, 4))
         envs.close()
         if culprits:
             ok = False
