@@ -90,7 +90,7 @@ class CudaBackend:
                  actions: torch.Tensor, out: KernelOutputs, threads_per_block: int | None = None,
                  cuda_graphs: bool = True) -> None:  # fmt: skip
         self._definition = definition
-        self._kernel = load_kernel_module(definition, "cuda").run
+        self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
         self.device = actions.device
         self.grid = int(buffers["game_i64"].shape[1])
         self.block = _threads_per_block(definition.num_agents, threads_per_block)

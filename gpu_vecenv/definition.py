@@ -133,11 +133,18 @@ class EnvDefinition:
             before writing anything if an option is invalid.
         setup: a hook ``(state) -> None`` that fills static state arrays (ones
             no reset phase writes, such as agent roles) once at construction.
-        reference: a factory of the numpy reference of one game, for checks
-            and tests: an object with ``reset(seed, episode, options) -> obs``,
-            ``step(actions) -> (obs, rewards, game_over)``, ``get_state()`` and
+        reference: a factory of the numpy reference of one game, for checks,
+            tests and the reference backend: an object with
+            ``reset(seed, episode, options) -> obs``, ``step(actions) -> (obs,
+            rewards, game_over)``, ``observe() -> obs``, ``get_state()`` and
             ``set_state(state)`` over arrays named as the state arrays (plus
             ``t``), one entry per agent.
+        cuda_kernel: the expert's escape hatch: a hand-written
+            ``numba.cuda.jit`` kernel used instead of the generated one. It
+            takes the generated kernel's arguments
+            (:data:`gpu_vecenv.codegen.KERNEL_ARGS`) and must implement the same
+            contract; ``python -m gpu_vecenv.show_kernel ENV_ID`` prints the
+            generated kernel to start from. The CPU then runs the reference.
     """
 
     name: str
@@ -157,6 +164,7 @@ class EnvDefinition:
     reset_options: ResetOptionsHook | None = None
     setup: Callable[[Mapping[str, torch.Tensor]], None] | None = None
     reference: Any = None
+    cuda_kernel: Any = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -219,6 +227,10 @@ class EnvDefinition:
                     )
             if phase.per == "game" and "a" in phase.parameters:
                 raise ValueError(f"{where}: game phase {phase.name!r} takes 'a'; game phases run once per game")
+        if self.cuda_kernel is not None and not hasattr(self.cuda_kernel, "__getitem__"):
+            raise ValueError(
+                f"{where}: cuda_kernel must be a numba.cuda.jit kernel, got {type(self.cuda_kernel).__name__}"
+            )
         for role, ids in self.roles.items():
             if any(not 0 <= i < self.num_agents for i in ids):
                 raise ValueError(f"{where}: role {role!r} names agent ids outside [0, {self.num_agents}): {ids}")

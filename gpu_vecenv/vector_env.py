@@ -26,6 +26,7 @@ from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
 from gpu_vecenv.outputs import OutputArena
+from gpu_vecenv.reference_backend import ReferenceBackend
 from gpu_vecenv.shared import SIMULATOR
 
 _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
@@ -72,9 +73,11 @@ class GpuVectorEnv(VectorEnv):
         num_games: number of independent games.
         device: ``"cuda"``, ``"cuda:N"`` or ``"cpu"``; default: CUDA when
             available, else the CPU with a notice.
-        backend: ``"auto"`` (``cuda`` on a CUDA device, ``cpu`` on the CPU),
-            ``"cuda"`` or ``"cpu"``. ``backend="cuda"`` with ``device="cpu"``
-            runs the CUDA kernel under Numba's simulator
+        backend: ``"auto"`` (``cuda`` on a CUDA device; on the CPU ``cpu``, or
+            ``reference`` for an env with a hand-written CUDA kernel),
+            ``"cuda"``, ``"cpu"`` or ``"reference"`` (the numpy reference, one
+            game at a time: slow, for tests). ``backend="cuda"`` with
+            ``device="cpu"`` runs the CUDA kernel under Numba's simulator
             (``NUMBA_ENABLE_CUDASIM=1``; tiny sizes only).
         autoreset_mode: an :class:`AutoresetMode` (or its value string);
             ``NEXT_STEP`` by default.
@@ -160,7 +163,7 @@ class GpuVectorEnv(VectorEnv):
         same_step = mode is AutoresetMode.SAME_STEP
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         if self.backend == "cuda":
-            self._backend: CpuBackend | CudaBackend = CudaBackend(
+            self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,
                 self._buffers,
                 self._params,
@@ -168,6 +171,15 @@ class GpuVectorEnv(VectorEnv):
                 self._arena.kernel,
                 threads_per_block,
                 cuda_graphs,
+            )
+        elif self.backend == "reference":
+            self._backend = ReferenceBackend(
+                definition,
+                self._views,
+                self._actions,
+                self._arena.kernel,
+                _MODE_CODE[mode],
+                int(max_episode_steps or 0),
             )
         else:
             self._backend = CpuBackend(definition, self._buffers, self._params, self._actions, self._arena.kernel)
@@ -180,13 +192,21 @@ class GpuVectorEnv(VectorEnv):
     # -- construction helpers -------------------------------------------------
     def _resolve_backend(self, backend: str) -> str:
         name = self.definition.name
+        hand_written = self.definition.cuda_kernel is not None
         if backend == "auto":
             if SIMULATOR:
                 return "cuda"
-            return "cuda" if self.device.type == "cuda" else "cpu"
-        if backend == "cpu":
+            if self.device.type == "cuda":
+                return "cuda"
+            return "reference" if hand_written else "cpu"
+        if backend in ("cpu", "reference"):
             if self.device.type != "cpu":
-                raise ValueError(f"{name}: backend='cpu' needs device='cpu', got device={str(self.device)!r}")
+                raise ValueError(f"{name}: backend={backend!r} needs device='cpu', got device={str(self.device)!r}")
+            if backend == "cpu" and hand_written:
+                raise ValueError(
+                    f"{name}: this env has a hand-written CUDA kernel and no CPU kernel; "
+                    "use backend='reference' (its numpy reference) on the CPU"
+                )
             return backend
         if backend == "cuda":
             if self.device.type == "cpu" and not SIMULATOR:
@@ -197,7 +217,7 @@ class GpuVectorEnv(VectorEnv):
             if self.device.type == "cuda" and SIMULATOR:
                 raise ValueError(f"{name}: under the CUDA simulator, use device='cpu' with backend='cuda'")
             return backend
-        raise ValueError(f"{name}: backend must be 'auto', 'cuda' or 'cpu', got {backend!r}")
+        raise ValueError(f"{name}: backend must be 'auto', 'cuda', 'cpu' or 'reference', got {backend!r}")
 
     def memory_per_game(self) -> int:
         """Bytes of device memory one game takes: state, actions and one set of outputs."""
@@ -352,6 +372,8 @@ class GpuVectorEnv(VectorEnv):
         self._raise_pending_action_errors()
         if self.definition.reset_options is not None:
             self.definition.reset_options(self._views, options, game_mask)
+        if isinstance(self._backend, ReferenceBackend):
+            self._backend.set_reset_options(options)
         if seeds is not None:
             self._seed_games(seeds, game_mask)
         self._views["pending_reset"].masked_fill_(game_mask, 1)
