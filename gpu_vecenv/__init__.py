@@ -37,3 +37,4 @@ def __getattr__(name: str):
 
 
 register("WarpTag-v0", vector_entry_point="envs.tag_continuous.env:make_warp_tag")
+register("WarpCartPole-v1", vector_entry_point="envs.cartpole.env:make_warp_cartpole", max_episode_steps=500)

@@ -120,6 +120,9 @@ class EnvDefinition:
             module docstring.
         active: name of an int32 agent array that is non-zero while the agent
             is in the game; reported as ``infos["active"]``. ``None``: always.
+        observation_space: the per-agent observation space, a float32
+            ``gymnasium.spaces.Box`` of shape ``(obs_dim,)``; by default
+            unbounded.
         discrete_actions: use ``Discrete(action_nvec[0])`` as the per-agent
             action space (one component; actions shaped ``(num_envs,)``)
             instead of ``MultiDiscrete(action_nvec)``.
@@ -158,6 +161,7 @@ class EnvDefinition:
     reward_phases: tuple[Phase, ...]
     reset_phases: tuple[Phase, ...]
     active: str | None = None
+    observation_space: Any = None
     discrete_actions: bool = False
     roles: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     reset_option_names: tuple[str, ...] = ()
@@ -184,6 +188,13 @@ class EnvDefinition:
             raise ValueError(f"{where}: discrete_actions needs exactly one action component, got {self.action_nvec}")
         if self.obs_dim < 1:
             raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
+        space = self.observation_space
+        if space is not None and (
+            getattr(space, "shape", None) != (self.obs_dim,) or str(getattr(space, "dtype", "")) != "float32"
+        ):
+            raise ValueError(
+                f"{where}: observation_space must be a float32 Box of shape ({self.obs_dim},), got {space!r}"
+            )
         seen: set[str] = set()
         for arr in self.state:
             if not arr.name.isidentifier() or keyword.iskeyword(arr.name):

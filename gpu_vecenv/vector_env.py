@@ -141,7 +141,9 @@ class GpuVectorEnv(VectorEnv):
         self.num_games = int(num_games)
         self.num_agents = definition.num_agents
         self.num_envs = self.num_games * self.num_agents
-        self.single_observation_space = spaces.Box(-np.inf, np.inf, (definition.obs_dim,), np.float32)
+        self.single_observation_space = definition.observation_space or spaces.Box(
+            -np.inf, np.inf, (definition.obs_dim,), np.float32
+        )
         if definition.discrete_actions:
             self.single_action_space: spaces.Space = spaces.Discrete(int(definition.action_nvec[0]))
         else:
