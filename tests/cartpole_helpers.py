@@ -45,7 +45,12 @@ class LockstepResult:
 
 
 def lockstep_with_gymnasium(
-    envs: GpuVectorEnv, seed: int, rng: np.random.Generator, policy: Policy | None = None, max_steps: int = 10_000
+    envs: GpuVectorEnv,
+    seed: int,
+    rng: np.random.Generator,
+    policy: Policy | None = None,
+    max_steps: int = 10_000,
+    resync: bool = False,
 ) -> LockstepResult:
     """Reset ``envs`` (NEXT_STEP mode) and run each game next to its own ``gym.make("CartPole-v1")``.
 
@@ -54,7 +59,10 @@ def lockstep_with_gymnasium(
     every step until the game's first end, obs must agree to float32
     precision, and rewards, terminated and truncated exactly.
     ``policy(obs (G, 4) float32) -> actions (G,)`` defaults to uniformly
-    random actions drawn from ``rng``. Raises ``AssertionError`` on a mismatch.
+    random actions drawn from ``rng``. ``resync``: before every step, load
+    each Gymnasium env with the game's current state, so that every step is
+    compared from identical states (needed over long episodes on a GPU, see
+    tests/test_cartpole.py). Raises ``AssertionError`` on a mismatch.
     """
     G = envs.num_games
     # -1: no TimeLimit wrapper at all, like a WarpCartPole without max_episode_steps.
@@ -75,6 +83,9 @@ def lockstep_with_gymnasium(
         if not running.any():
             break
         actions = rng.integers(0, 2, G) if policy is None else np.asarray(policy(obs_np))
+        if resync:
+            for g in np.flatnonzero(running):
+                refs[g].unwrapped.state = states[g].copy()
         obs, rewards, terminated, truncated, _ = envs.step(torch.as_tensor(actions, device=envs.device))
         obs_np = obs.cpu().numpy()
         rewards, terminated, truncated = rewards.cpu().numpy(), terminated.cpu().numpy(), truncated.cpu().numpy()

@@ -6,7 +6,6 @@ from typing import Any
 
 from gymnasium import spaces
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
-from gymnasium.vector.utils import batch_space
 
 from envs.cartpole import sim
 from envs.cartpole.reference import CartPoleReference
@@ -35,7 +34,9 @@ def cartpole_definition() -> EnvDefinition:
         update_phases=(Phase(sim.push_cart),),
         observe_phases=(Phase(sim.observe_cart),),
         reward_phases=(Phase(sim.reward_step), Phase(sim.end_if_fallen, "game")),
-        reset_phases=(Phase(sim.draw_initial_state),),
+        # Two phases, so that the GPU rounds -0.05 + 0.1 * u as the reference does (see draw_initial_state).
+        reset_phases=(Phase(sim.draw_initial_state), Phase(sim.offset_initial_state)),
+        observation_space=cartpole_observation_space(),
         discrete_actions=True,
         reference=CartPoleReference,
     )
@@ -43,8 +44,7 @@ def cartpole_definition() -> EnvDefinition:
 
 def cartpole_observation_space() -> spaces.Box:
     """Gymnasium's own CartPole observation space: ``Box((4,), float32)``, x and theta bounded at twice their limits."""
-    gym_space = CartPoleEnv().observation_space
-    return spaces.Box(gym_space.low, gym_space.high, gym_space.shape, gym_space.dtype)
+    return CartPoleEnv().observation_space  # a fresh Box per call, shared with nothing
 
 
 def make_warp_cartpole(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
@@ -57,8 +57,4 @@ def make_warp_cartpole(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     unknown = sorted(set(kwargs) - GpuVectorEnv.OPTIONS)
     if unknown:
         raise TypeError(f"{NAME}: unknown parameter(s) {unknown}; valid parameters are {sorted(GpuVectorEnv.OPTIONS)}")
-    envs = GpuVectorEnv(cartpole_definition(), num_games=num_envs, **kwargs)
-    # GpuVectorEnv declares an unbounded Box (EnvDefinition has no bounds); use Gymnasium's bounds instead.
-    envs.single_observation_space = cartpole_observation_space()
-    envs.observation_space = batch_space(envs.single_observation_space, envs.num_envs)
-    return envs
+    return GpuVectorEnv(cartpole_definition(), num_games=num_envs, **kwargs)
