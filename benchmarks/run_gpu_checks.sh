@@ -14,8 +14,16 @@ export TQDM_DISABLE=1 PYTHONUNBUFFERED=1
 nc = version("numba-cuda")
 print("python", sys.version.split()[0], "| torch", torch.__version__, "| numba", numba.__version__,
       "| numba-cuda", nc, "| numpy", numpy.__version__, "| gymnasium", gymnasium.__version__)'
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+} > "$out/checks.txt" 2>&1
+cat "$out/checks.txt"
+# The consistency checker on the GPU: each env against its numpy reference, several episodes, resets included.
+# (The reference is plain Python, one game at a time: sizes are kept small.)
+for spec in "WarpTag-v0 --num-envs 8 --steps 250 --param episode_length=100" \
+            "WarpTag-v0 --num-envs 4 --steps 130 --param use_full_observation=true --param num_taggers=5 --param episode_length=60" \
+            "WarpCartPole-v1 --num-envs 128 --steps 600"; do
+  echo "\$ python -m gpu_vecenv.check $spec --device cuda" >> "$out/checks.txt"
+  python3 -m gpu_vecenv.check $spec --device cuda >> "$out/checks.txt" 2>&1
+done
 # First with an empty kernel cache: the set-up column then includes compiling the kernel.
 GPU_VECENV_CACHE_DIR=$(mktemp -d) python3 examples/quickstart.py --games 2000 --steps 200 \
     --json "$out/quickstart_cold_cache.json" 2>&1 | tee "$out/quickstart.txt"

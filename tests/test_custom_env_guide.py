@@ -57,3 +57,14 @@ def test_every_bash_block_runs(guide_module):
                                   capture_output=True, text=True, timeout=600)  # fmt: skip
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert "OK" in proc.stdout, proc.stdout
+
+
+@pytest.mark.gpu
+def test_the_guide_env_passes_the_checker_on_the_gpu(guide_module):
+    import gpu_vecenv
+    from gpu_vecenv.check import check
+
+    gpu_vecenv.register("Gather-v0", vector_entry_point="ring_gather:make_gather")
+    report = check("Gather-v0", device="cuda", steps=300, num_envs=64, num_agents=40)
+    print(report.table())
+    assert report.ok, report.table()
