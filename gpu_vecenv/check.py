@@ -51,8 +51,7 @@ def check(
 
 def _order_sensitive_run(definition: EnvDefinition, order_mask: int, num_games: int, steps: int, seed: int):
     env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=True)
-    _, slot, _ = ParamLayout(definition).slots["agent_order"]
-    env._params[1][slot] = order_mask
+    env._params[1][ParamLayout(definition).index["agent_order"]] = order_mask
     rng = np.random.default_rng(seed)
     outputs = [env.reset(seed=seed)[0]]
     nvec = np.asarray(definition.action_nvec)

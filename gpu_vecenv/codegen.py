@@ -34,7 +34,7 @@ from pathlib import Path
 from types import ModuleType
 
 from gpu_vecenv.definition import EnvDefinition, Phase
-from gpu_vecenv.layout import BUFFERS, ParamLayout, StateLayout
+from gpu_vecenv.layout import BUFFERS, ParamLayout
 
 OP_STEP = 0
 OP_RESET = 1
@@ -132,7 +132,6 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``)."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"target must be 'cuda' or 'cpu', got {target!r}")
-    layout = StateLayout(definition)
     params = ParamLayout(definition)
     imports, aliases = _phase_imports(definition)
     w = _Writer(target)
@@ -148,8 +147,6 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({KERNEL_ARGS}):"):
-        for name, slot in layout.slots.items():
-            w.line(f"{name} = {slot.buffer}[{slot.index}]")
         for text in params.source_lines():
             w.line(text)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out")):

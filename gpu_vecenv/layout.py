@@ -34,11 +34,6 @@ class Slot:
     length: int
     vector: bool
 
-    @property
-    def index(self) -> str:
-        """The buffer index that selects this array, as source text: ``"3"`` or ``"3:5"``."""
-        return f"{self.row}:{self.row + self.length}" if self.vector else str(self.row)
-
 
 def framework_arrays(definition: EnvDefinition) -> tuple[StateArray, ...]:
     """The arrays every env has, besides its own."""
@@ -92,57 +87,87 @@ class StateLayout:
 
 
 class ParamLayout:
-    """Where each constant sits in the two parameter arrays a kernel takes.
+    """Where each constant, and each state array's rows, sit in the two parameter arrays a kernel takes.
 
-    ``params_i64`` starts with the framework's integers (``num_agents``, the
-    autoreset mode, ``max_episode_steps`` and the action sizes ``nvec0...``),
-    then the env's integer constants; ``params_f32`` holds the env's float
-    constants. A constant given as a sequence becomes a 1-D array view.
+    ``params_i64`` starts with a header of fixed positions: the framework's
+    integers (``num_agents``, the autoreset mode, ``max_episode_steps``,
+    ``agent_order``, the action sizes ``nvec0...``), the env's integer scalar
+    constants, then the first row (and, for vectors, the length) of every state
+    array and the start and length of every array constant; array constants'
+    values follow. ``params_f32`` holds the float scalar constants, then the
+    float array constants.
+
+    The kernel reads rows, starts and lengths at run time, so its source
+    depends on the names and kinds of arrays and constants only: configurations
+    that differ in sizes (``K``, table lengths) share one compiled kernel.
     """
 
     FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order")
 
     def __init__(self, definition: EnvDefinition) -> None:
         self.definition = definition
-        i64 = list(self.FRAMEWORK) + [f"nvec{k}" for k in range(len(definition.action_nvec))]
-        f32: list[str] = []
-        # name -> (array, first index, length or 0 for a scalar)
-        self.slots: dict[str, tuple[str, int, int]] = {name: ("params_i64", i, 0) for i, name in enumerate(i64)}
-        self._f32_values: list[float] = []
-        self._i64_extra: list[str] = []
+        self.state = StateLayout(definition)
+        header = list(self.FRAMEWORK) + [f"nvec{k}" for k in range(len(definition.action_nvec))]
+        self._arrays: dict[str, np.ndarray] = {}
+        self._float_scalars: list[str] = []
         for name, value in definition.constants.items():
             values = np.asarray(value)
-            is_float = values.dtype.kind == "f"
-            length = 0 if values.ndim == 0 else values.size
-            if is_float:
-                self.slots[name] = ("params_f32", len(f32), length)
-                f32.extend([name] * max(1, length))
+            if values.ndim == 0 and values.dtype.kind == "f":
+                self._float_scalars.append(name)
+            elif values.ndim == 0:
+                header.append(name)
             else:
-                self.slots[name] = ("params_i64", len(i64), length)
-                i64.extend([name] * max(1, length))
-        self.i64_names = tuple(i64)
-        self.f32_names = tuple(f32)
+                self._arrays[name] = values.ravel()
+        for name, slot in self.state.slots.items():
+            header += [f"row:{name}"] + ([f"len:{name}"] if slot.vector else [])
+        for name in self._arrays:
+            header += [f"start:{name}", f"len:{name}"]
+        self.index = {key: i for i, key in enumerate(header)}
 
     def pack(
         self, autoreset_mode: int, max_episode_steps: int, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The ``(params_f32, params_i64)`` tensors for one env instance."""
         d = self.definition
-        values: dict[str, object] = dict(d.constants)
-        values.update(num_agents=d.num_agents, autoreset_mode=autoreset_mode, max_episode_steps=max_episode_steps,
-                      agent_order=0)  # fmt: skip
+        i64: list[int] = [0] * len(self.index)
+        values: dict[str, int] = {
+            "num_agents": d.num_agents,
+            "autoreset_mode": autoreset_mode,
+            "max_episode_steps": max_episode_steps,
+            "agent_order": 0,
+        }
         values.update({f"nvec{k}": int(n) for k, n in enumerate(d.action_nvec)})
-        f32 = np.zeros(max(1, len(self.f32_names)), np.float32)
-        i64 = np.zeros(len(self.i64_names), np.int64)
-        for name, (array, start, length) in self.slots.items():
-            target = f32 if array == "params_f32" else i64
-            target[start : start + max(1, length)] = np.ravel(np.asarray(values[name]))
-        return torch.from_numpy(f32).to(device), torch.from_numpy(i64).to(device)
+        for name, slot in self.state.slots.items():
+            values[f"row:{name}"] = slot.row
+            values[f"len:{name}"] = slot.length
+        f32: list[float] = [float(d.constants[name]) for name in self._float_scalars]
+        for name, array in self._arrays.items():
+            target: list = f32 if array.dtype.kind == "f" else i64
+            values[f"start:{name}"] = len(target)
+            values[f"len:{name}"] = array.size
+            target.extend(array.tolist())
+        for key, i in self.index.items():
+            i64[i] = int(values[key]) if key in values else int(d.constants[key])
+        f32_tensor = torch.tensor(f32 or [0.0], dtype=torch.float32)
+        return f32_tensor.to(device), torch.tensor(i64, dtype=torch.int64).to(device)
 
     def source_lines(self) -> list[str]:
-        """Kernel statements that bind every constant to its name."""
+        """Kernel statements that bind every state array and constant to its name."""
         lines = []
-        for name, (array, start, length) in self.slots.items():
-            index = str(start) if length == 0 else f"{start}:{start + length}"
-            lines.append(f"{name} = {array}[{index}]")
+        for name, slot in self.state.slots.items():
+            r = self.index[f"row:{name}"]
+            if slot.vector:
+                n = self.index[f"len:{name}"]
+                lines.append(f"{name} = {slot.buffer}[params_i64[{r}] : params_i64[{r}] + params_i64[{n}]]")
+            else:
+                lines.append(f"{name} = {slot.buffer}[params_i64[{r}]]")
+        for key, i in self.index.items():
+            if ":" not in key:
+                lines.append(f"{key} = params_i64[{i}]")
+        for i, name in enumerate(self._float_scalars):
+            lines.append(f"{name} = params_f32[{i}]")
+        for name, array in self._arrays.items():
+            source = "params_f32" if array.dtype.kind == "f" else "params_i64"
+            s, n = self.index[f"start:{name}"], self.index[f"len:{name}"]
+            lines.append(f"{name} = {source}[params_i64[{s}] : params_i64[{s}] + params_i64[{n}]]")
         return lines

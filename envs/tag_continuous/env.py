@@ -39,7 +39,11 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
     if config.use_full_observation:
         observe = Phase(sim.observe_all)
     else:
-        state += [StateArray("nbr_d2", "float32", length=k), StateArray("nbr_id", "int32", length=k)]
+        # vector=True: indexed [k, g, a] even when K == 1.
+        state += [
+            StateArray("nbr_d2", "float32", length=k, vector=True),
+            StateArray("nbr_id", "int32", length=k, vector=True),
+        ]
         observe = Phase(sim.observe_nearest)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
