@@ -148,8 +148,7 @@ class GpuVectorEnv(VectorEnv):
             self.single_action_space: spaces.Space = spaces.Discrete(int(definition.action_nvec[0]))
         else:
             self.single_action_space = spaces.MultiDiscrete(np.asarray(definition.action_nvec, np.int64))
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._batched_spaces: dict[str, spaces.Space] = {}
 
         self._layout = StateLayout(definition)
         self._check_memory()
@@ -190,6 +189,22 @@ class GpuVectorEnv(VectorEnv):
                       for role, ids in definition.roles.items()}  # fmt: skip
         self._seed_games(self._fresh_entropy(), torch.ones(self.num_games, dtype=torch.bool, device=self.device))
         self._needs_reset = True
+
+    # Gymnasium's batched Box stores bounds for every slot (gigabytes for millions of agents), so the batched
+    # spaces are made on first use only.
+    @property  # type: ignore[override]
+    def observation_space(self) -> spaces.Space:
+        """``Box`` of shape ``(num_envs, obs_dim)``, made on first access."""
+        if "obs" not in self._batched_spaces:
+            self._batched_spaces["obs"] = batch_space(self.single_observation_space, self.num_envs)
+        return self._batched_spaces["obs"]
+
+    @property  # type: ignore[override]
+    def action_space(self) -> spaces.Space:
+        """The per-slot action space batched over ``num_envs``, made on first access."""
+        if "action" not in self._batched_spaces:
+            self._batched_spaces["action"] = batch_space(self.single_action_space, self.num_envs)
+        return self._batched_spaces["action"]
 
     # -- construction helpers -------------------------------------------------
     def _resolve_backend(self, backend: str) -> str:
@@ -298,8 +313,11 @@ class GpuVectorEnv(VectorEnv):
             tensor = actions
         else:
             array = np.asarray(actions)
-            if array.dtype == object:
-                raise TypeError(f"{name}: actions must be a numeric array or tensor, got {type(actions).__name__}")
+            if array.dtype.kind not in "iu":
+                raise TypeError(
+                    f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {array.dtype} "
+                    f"({type(actions).__name__})"
+                )
             tensor = torch.from_numpy(array)
         if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
             raise TypeError(f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}")
