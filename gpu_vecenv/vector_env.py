@@ -192,19 +192,27 @@ class GpuVectorEnv(VectorEnv):
 
     # Gymnasium's batched Box stores bounds for every slot (gigabytes for millions of agents), so the batched
     # spaces are made on first use only.
-    @property  # type: ignore[override]
+    @property
     def observation_space(self) -> spaces.Space:
         """``Box`` of shape ``(num_envs, obs_dim)``, made on first access."""
         if "obs" not in self._batched_spaces:
             self._batched_spaces["obs"] = batch_space(self.single_observation_space, self.num_envs)
         return self._batched_spaces["obs"]
 
-    @property  # type: ignore[override]
+    @observation_space.setter
+    def observation_space(self, space: spaces.Space) -> None:
+        self._batched_spaces["obs"] = space
+
+    @property
     def action_space(self) -> spaces.Space:
         """The per-slot action space batched over ``num_envs``, made on first access."""
         if "action" not in self._batched_spaces:
             self._batched_spaces["action"] = batch_space(self.single_action_space, self.num_envs)
         return self._batched_spaces["action"]
+
+    @action_space.setter
+    def action_space(self, space: spaces.Space) -> None:
+        self._batched_spaces["action"] = space
 
     # -- construction helpers -------------------------------------------------
     def _resolve_backend(self, backend: str) -> str:
