@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from numba import cuda
-from numba.core.errors import NumbaError
+from numba.core.errors import NumbaError, NumbaPerformanceWarning
 
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
@@ -120,13 +120,19 @@ class CudaBackend:
 
     def _launch_eager(self, op: int) -> None:
         try:
-            if SIMULATOR or self._gpu_index == 0:
-                self._configured()(*self._args, op)
-            else:
-                with cuda.gpus[self._gpu_index]:
-                    self._configured()(*self._args, op)
+            with warnings.catch_warnings():
+                # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
+                warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                self._launch_on_device(op)
         except NumbaError as exc:  # raised by the first launch, which compiles
             raise KernelCompileError(self._definition, "cuda", exc) from exc
+
+    def _launch_on_device(self, op: int) -> None:
+        if SIMULATOR or self._gpu_index == 0:
+            self._configured()(*self._args, op)
+        else:
+            with cuda.gpus[self._gpu_index]:
+                self._configured()(*self._args, op)
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
