@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         if culprits:
             ok = False
             print(
-                f"agent order: phase(s) {culprits} give different results when agents run in another order: "
+                f"agent order: env {args.env_id!r}, phase(s) {culprits} give different results when agents run in "
+                "another order: "
                 "such a phase writes another agent's slot, or reads a slot another agent writes in the same phase. "
                 "Write only slot [..., g, a]; move reads of others' new values into a later phase."
             )

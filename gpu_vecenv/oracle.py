@@ -87,6 +87,24 @@ def _game_state(env: GpuVectorEnv, keys: list[str], g: int) -> dict[str, Any]:
     return {k: (int(state["t"][g]) if k == "t" else _numpy(state[k][g]).copy()) for k in keys}
 
 
+def _check_reference_space(env: GpuVectorEnv, ref_obs: Any) -> None:
+    """Raise if the reference's observations do not fit the env's declared observation space."""
+    d = env.definition
+    obs = np.asarray(ref_obs)
+    expected = (d.num_agents, d.obs_dim)
+    if obs.shape != expected or obs.dtype != np.float32:
+        raise ValueError(
+            f"env {d.name!r}: the reference's reset returned observations of shape {obs.shape} and dtype {obs.dtype}, "
+            f"but the env declares {expected} float32 (num_agents x observation_space.shape); "
+            "make the reference and obs_dim/observation_space agree"
+        )
+    if not all(env.single_observation_space.contains(row) for row in obs):
+        raise ValueError(
+            f"env {d.name!r}: the reference's reset observations lie outside the declared observation_space "
+            f"{env.single_observation_space}"
+        )
+
+
 def compare_with_reference(
     env: GpuVectorEnv,
     steps: int,
@@ -117,6 +135,8 @@ def compare_with_reference(
     obs0 = _numpy(env.per_game(first_obs))
     for g in range(G):
         want = refs[g].reset(seed + g, 0, options)
+        if g == 0:
+            _check_reference_space(env, want)
         diffs["obs"].update(obs0[g], want, f"reset, game {g}")
         for k, v in refs[g].get_state().items():
             diffs["initial_state"].update(_game_state(env, [k], g)[k], v, f"reset, game {g}, {k}")
