@@ -38,6 +38,10 @@ from gpu_vecenv.layout import BUFFERS, ParamLayout
 
 OP_STEP = 0
 OP_RESET = 1
+# Values of a game's pending_reset flag: set by a step that ended the game in NEXT_STEP mode (the next step
+# resets it), or by reset() for the games of its mask (only an OP_RESET launch resets those).
+PENDING_AUTORESET = 1
+PENDING_RESET_CALL = 2
 # Values of params_i64[1]; gymnasium's AutoresetMode maps onto them.
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 
@@ -149,7 +153,7 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     with w.block(f"def run({KERNEL_ARGS}):"):
         for text in params.source_lines():
             w.line(text)
-        for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out")):
+        for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out", "final_active_out")):
             w.line(f"{name} = flags[{i}]")
         if target == "cuda":
             w.line("g = cuda.blockIdx.x")
@@ -187,12 +191,15 @@ def _reset_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) 
 def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -> None:
     num_actions = len(definition.action_nvec)
     # Every thread reads the game's control flags before any thread may change them.
-    w.line("do_reset = pending_reset[g] != 0")
+    w.line("pending = pending_reset[g]")
     w.line("was_term = terminated[g] != 0")
     w.line("was_trunc = truncated[g] != 0")
     w.barrier()
-    with w.block(f"if op == {OP_RESET} or (do_reset and autoreset_mode == {NEXT_STEP}):"):
-        with w.block("if do_reset:"):
+    autoreset = f"pending == {PENDING_AUTORESET} and autoreset_mode == {NEXT_STEP}"
+    with w.block(f"if op == {OP_RESET} or ({autoreset}):"):
+        # A reset() call resets the games of its mask only; one waiting for its autoreset waits on.
+        called = f"op == {OP_RESET} and pending == {PENDING_RESET_CALL}"
+        with w.block(f"if ({called}) or (op == {OP_STEP} and {autoreset}):"):
             _reset_body(w, definition, aliases)
         _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
         _write_outputs(w, definition, "False", "False", zero_rewards=True)
@@ -231,16 +238,21 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
             w.line("trunc_out[g, a] = is_trunc")
             w.line("done_out[g, a] = is_done")
             with w.block(f"if autoreset_mode == {SAME_STEP}:"):
+                w.line("final_active_out[g, a] = active_out[g, a] and is_done")
                 with w.block("for i in range(obs.shape[2]):"):
                     w.line("final_obs[g, a, i] = obs[g, a, i] if is_done else np.float32(0.0)")
         with w.block("if is_done:"):
             with w.block(f"if autoreset_mode == {NEXT_STEP}:"):
                 with w.once():
-                    w.line("pending_reset[g] = 1")
+                    w.line(f"pending_reset[g] = {PENDING_AUTORESET}")
             with w.block(f"elif autoreset_mode == {SAME_STEP}:"):
                 w.barrier()
                 _reset_body(w, definition, aliases)
                 _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
+                # Gymnasium: the infos of a game reset within the step are its reset infos.
+                with w.agents():
+                    active = f"{definition.active}[g, a] != 0" if definition.active else "True"
+                    w.line(f"active_out[g, a] = {active}")
 
 
 def cache_dir() -> Path:

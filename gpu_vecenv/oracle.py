@@ -155,6 +155,8 @@ def compare_with_reference(
         o, r, term, trunc = (_numpy(env.per_game(t)) for t in step_out[:4])
         info = step_out[4]
         active = _numpy(env.per_game(info["active"]))
+        # In SAME_STEP mode a game reset within the step reports its final step's infos in final_info.
+        final_active = _numpy(env.per_game(info["final_info"]["active"])) if "final_info" in info else active
         final_obs = _numpy(env.per_game(info["final_obs"])) if "final_obs" in info else np.empty(0)
         finished = []
         for g in range(G):
@@ -171,9 +173,10 @@ def compare_with_reference(
             want_obs, want_r, over = refs[g].step(given[g])
             diffs["rewards"].update(r[g], want_r, where)
             diffs["terminated"].update(term[g], np.full(N, over), where)
-            diffs["active"].update(active[g], alive_before, where)
             # A game ends by its own rule (terminated) or by max_episode_steps (truncated).
             ended = over or bool(trunc[g].any())
+            same_step_end = ended and mode is AutoresetMode.SAME_STEP
+            diffs["active"].update(final_active[g] if same_step_end else active[g], alive_before, where)
             if ended:
                 report.game_ends += 1
                 finished.append(g)

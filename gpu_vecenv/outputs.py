@@ -2,8 +2,8 @@
 
 ``floats`` (1-D float32) holds ``obs`` ``(games, agents, obs_dim)``, then
 ``rewards`` ``(games, agents)``, then, in SAME_STEP mode, ``final_obs`` like
-``obs``. ``flags`` (uint8, ``(4, games, agents)``) holds terminated,
-truncated, active and done.
+``obs``. ``flags`` (uint8, ``(5, games, agents)``) holds terminated,
+truncated, active, done and (SAME_STEP) the final step's active.
 
 Because the kernel writes the same memory at every launch, its views and its
 launch (a CUDA graph) are made once. Returning fresh tensors (``copy=True``)
@@ -33,8 +33,9 @@ class SlotOutputs:
     """The arena (or a copy) as ``step`` returns it: slot-major shapes, ``num_envs = games * agents``.
 
     ``obs`` ``(num_envs, obs_dim)`` float32; ``rewards`` ``(num_envs,)``
-    float32; ``terminated``, ``truncated``, ``active``, ``done`` ``(num_envs,)``
-    bool; ``final_obs`` like ``obs`` in SAME_STEP mode, else ``None``.
+    float32; ``terminated``, ``truncated``, ``active``, ``done``,
+    ``final_active`` ``(num_envs,)`` bool; ``final_obs`` like ``obs`` in
+    SAME_STEP mode, else ``None``.
     """
 
     obs: torch.Tensor
@@ -43,6 +44,7 @@ class SlotOutputs:
     truncated: torch.Tensor
     active: torch.Tensor
     done: torch.Tensor
+    final_active: torch.Tensor
     final_obs: torch.Tensor | None
 
 
@@ -54,7 +56,7 @@ class OutputArena:
         self.obs_dim = obs_dim
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
         self.floats = torch.empty(sum(self._split), dtype=torch.float32, device=device)
-        self.flags = torch.empty((4, num_games, num_agents), dtype=torch.uint8, device=device)
+        self.flags = torch.zeros((5, num_games, num_agents), dtype=torch.uint8, device=device)
         parts = torch.split(self.floats, self._split)
         placeholder = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
         self.kernel = KernelOutputs(
@@ -67,7 +69,7 @@ class OutputArena:
 
     def _slot_views(self, floats: torch.Tensor, flags: torch.Tensor) -> SlotOutputs:
         parts = torch.split(floats, self._split)
-        terminated, truncated, active, done = flags.view(torch.bool).view(4, self.num_envs).unbind(0)
+        terminated, truncated, active, done, final_active = flags.view(torch.bool).view(5, self.num_envs).unbind(0)
         return SlotOutputs(
             obs=parts[0].view(self.num_envs, self.obs_dim),
             rewards=parts[1],
@@ -75,6 +77,7 @@ class OutputArena:
             truncated=truncated,
             active=active,
             done=done,
+            final_active=final_active,
             final_obs=parts[2].view(self.num_envs, self.obs_dim) if len(parts) > 2 else None,
         )
 

@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, SAME_STEP
+from gpu_vecenv.codegen import (
+    DISABLED,
+    NEXT_STEP,
+    OP_RESET,
+    PENDING_AUTORESET,
+    PENDING_RESET_CALL,
+    SAME_STEP,
+)
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.outputs import KernelOutputs
 
@@ -105,10 +112,12 @@ class ReferenceBackend:
         v, n = self.views, self.definition.num_agents
         for g in range(self.num_games):
             self._load(g)
-            do_reset = bool(v["pending_reset"][g])
+            pending = int(v["pending_reset"][g])
             was_term, was_trunc = bool(v["terminated"][g]), bool(v["truncated"][g])
-            if op == OP_RESET or (do_reset and self.mode == NEXT_STEP):
-                obs = self._reset_game(g) if do_reset else self.refs[g].observe()
+            autoreset = pending == PENDING_AUTORESET and self.mode == NEXT_STEP
+            if op == OP_RESET or autoreset:
+                reset_now = pending == PENDING_RESET_CALL if op == OP_RESET else autoreset
+                obs = self._reset_game(g) if reset_now else self.refs[g].observe()
                 self._store(g)
                 self._write(g, obs, np.zeros(n), False, False, self._active(g))
                 continue
@@ -125,9 +134,11 @@ class ReferenceBackend:
             self._write(g, obs, rewards, over, trunc, active)
             if self.mode == SAME_STEP:
                 self.out.final_obs[g] = self.out.obs[g] if (over or trunc) else 0.0
+                self.out.flags[4, g] = torch.as_tensor(active & (over or trunc))
             if over or trunc:
                 if self.mode == NEXT_STEP:
-                    v["pending_reset"][g] = 1
+                    v["pending_reset"][g] = PENDING_AUTORESET
                 elif self.mode == SAME_STEP:
                     self.out.obs[g] = torch.as_tensor(np.asarray(self._reset_game(g), np.float32))
                     self._store(g)
+                    self.out.flags[2, g] = torch.as_tensor(self._active(g))

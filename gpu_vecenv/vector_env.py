@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gpu_vecenv.backends import CpuBackend, CudaBackend
-from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, SAME_STEP
+from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, PENDING_RESET_CALL, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
 from gpu_vecenv.outputs import OutputArena
@@ -404,7 +404,7 @@ class GpuVectorEnv(VectorEnv):
             self._backend.set_reset_options(options)
         if seeds is not None:
             self._seed_games(seeds, game_mask)
-        self._views["pending_reset"].masked_fill_(game_mask, 1)
+        self._views["pending_reset"].masked_fill_(game_mask, PENDING_RESET_CALL)
         self._backend.launch(OP_RESET)
         self._backend.capture((OP_STEP, OP_RESET))
         self._needs_reset = False
@@ -450,7 +450,7 @@ class GpuVectorEnv(VectorEnv):
         if out.final_obs is not None:
             infos["final_obs"] = out.final_obs
             infos["_final_obs"] = out.done
-            infos["final_info"] = {"active": out.active, "_active": out.done}
+            infos["final_info"] = {"active": out.final_active, "_active": out.done}
             infos["_final_info"] = out.done
         return out.obs, out.rewards, out.terminated, out.truncated, infos
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -47,12 +48,15 @@ class TagConfig:
     tagger_ids: tuple[int, ...] | None = None
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> TagConfig:
-        """Build a config from keyword arguments, rejecting unknown names."""
+    def from_kwargs(cls, options: frozenset[str] = frozenset(), **kwargs: Any) -> TagConfig:
+        """Build a config from keyword arguments, rejecting unknown names (``options``: other accepted names)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
-            raise TypeError(f"WarpTag: unknown parameter(s) {unknown}; valid parameters are {sorted(known)}")
+            raise TypeError(
+                f"WarpTag: unknown parameter(s) {unknown}; valid parameters are {sorted(known)}"
+                + (f" and the env options {sorted(options)}" if options else "")
+            )
         if kwargs.get("tagger_ids") is not None:
             kwargs["tagger_ids"] = tuple(int(i) for i in kwargs["tagger_ids"])
         config = cls(**kwargs)
@@ -101,13 +105,19 @@ class TagConfig:
         def bad(name: str, expected: str) -> ValueError:
             return ValueError(f"WarpTag: {name}={getattr(self, name)!r} is invalid; expected {expected}")
 
+        def is_int(value: object) -> bool:
+            return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+        def is_real(value: object) -> bool:
+            return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
         for name in ("num_taggers", "num_runners", "episode_length", "num_acceleration_levels", "num_turn_levels"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            if not is_int(value) or value < 1:
                 raise bad(name, "an integer >= 1")
         for name in ("grid_length", "max_speed", "skill_level_tagger", "skill_level_runner"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            if not (is_real(value) and math.isfinite(value) and value > 0):
                 raise bad(name, "a finite number > 0")
         for name in (
             "min_acceleration",
@@ -119,21 +129,21 @@ class TagConfig:
             "end_of_game_reward_for_runner",
         ):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value)):
+            if not (is_real(value) and math.isfinite(value)):
                 raise bad(name, "a finite number")
         for name in ("tag_penalty_for_runner", "step_penalty_for_tagger", "edge_hit_penalty"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value <= 0):
+            if not (is_real(value) and math.isfinite(value) and value <= 0):
                 raise bad(name, "a finite penalty <= 0")
         if self.min_acceleration > self.max_acceleration:
             raise bad("min_acceleration", f"<= max_acceleration ({self.max_acceleration})")
         if self.min_turn > self.max_turn:
             raise bad("min_turn", f"<= max_turn ({self.max_turn})")
-        if not (isinstance(self.tagging_distance, (int, float)) and 0.0 <= self.tagging_distance <= 1.0):
+        if not (is_real(self.tagging_distance) and 0.0 <= self.tagging_distance <= 1.0):
             raise bad("tagging_distance", "a fraction of grid_length in [0, 1]")
         if not self.use_full_observation:
             k = self.num_other_agents_observed
-            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.num_agents - 1:
+            if not is_int(k) or not 1 <= k <= self.num_agents - 1:
                 raise bad("num_other_agents_observed", f"an integer in [1, num_agents - 1 = {self.num_agents - 1}]")
         if self.tagger_ids is not None:
             ids = self.tagger_ids

@@ -141,5 +141,5 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     ``autoreset_mode``, ``copy``, ...).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
-    config = TagConfig.from_kwargs(**kwargs)
+    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS, **kwargs)
     return GpuVectorEnv(tag_definition(config), num_games=num_envs, **env_kwargs)

@@ -1,0 +1,246 @@
+"""What WarpTag-v0 promises as a Gymnasium VectorEnv: spaces, layout, dtypes, copies, lifetime."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import SMALL_TAG
+from gymnasium import spaces
+from gymnasium.error import ResetNeeded
+from gymnasium.vector.utils import batch_space
+
+import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
+
+GAMES = 3
+AGENTS = SMALL_TAG["num_taggers"] + SMALL_TAG["num_runners"]  # 7
+OBS_DIM = 7 * SMALL_TAG["num_other_agents_observed"] + 2  # 3 listed agents, the clock, the agent's own type
+
+
+def make(device, games=GAMES, **kwargs):
+    return gym.make_vec("WarpTag-v0", num_envs=games, device=device, **{**SMALL_TAG, **kwargs})
+
+
+def random_actions(envs, rng):
+    return rng.integers(0, envs.single_action_space.nvec, size=(envs.num_envs, 2))
+
+
+# -- spaces and sizes ---------------------------------------------------------------------------------------
+
+
+def test_spaces():
+    envs = make("cpu", num_acceleration_levels=5, num_turn_levels=7)
+    assert envs.num_games == GAMES and envs.num_agents == AGENTS
+    assert envs.num_envs == GAMES * AGENTS == 21
+    assert envs.single_observation_space == spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
+    # Index 0 of each component is the no-op, then the levels.
+    assert envs.single_action_space == spaces.MultiDiscrete([6, 8])
+    assert envs.observation_space == batch_space(envs.single_observation_space, 21)
+    assert envs.observation_space.shape == (21, OBS_DIM)
+    assert envs.action_space == batch_space(envs.single_action_space, 21)
+    assert envs.action_space.shape == (21, 2)
+
+
+def test_reset_and_step_return_batched_tensors_on_the_env_device(device):
+    envs = make(device)
+    assert envs.device.type == device
+    obs, infos = envs.reset(seed=0)
+    assert obs.shape == (21, OBS_DIM) and obs.dtype == torch.float32 and obs.device == envs.device
+    assert envs.observation_space.contains(obs.cpu().numpy())
+    assert set(infos) == {"active", "_active"}
+    for value in infos.values():
+        assert value.shape == (21,) and value.dtype == torch.bool and value.device == envs.device
+    assert bool(infos["_active"].all()) and bool(infos["active"].all())
+
+    envs.action_space.seed(0)
+    obs, rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
+    assert obs.shape == (21, OBS_DIM) and obs.dtype == torch.float32
+    assert envs.observation_space.contains(obs.cpu().numpy())
+    assert rewards.shape == (21,) and rewards.dtype == torch.float32
+    assert terminated.shape == truncated.shape == (21,)
+    assert terminated.dtype == truncated.dtype == torch.bool
+    assert set(infos) == {"active", "_active"}
+    assert infos["active"].dtype == infos["_active"].dtype == torch.bool
+    for value in (obs, rewards, terminated, truncated, infos["active"], infos["_active"]):
+        assert value.device == envs.device
+    assert bool(infos["_active"].all())
+
+
+def test_observations_stay_in_the_space_over_many_steps():
+    envs = make("cpu", tagging_distance=0.3)
+    obs, _ = envs.reset(seed=3)
+    rng = np.random.default_rng(3)
+    ends = 0
+    for _ in range(40):
+        obs, rewards, terminated, truncated, _ = envs.step(random_actions(envs, rng))
+        assert envs.observation_space.contains(obs.numpy())
+        assert bool(torch.isfinite(rewards).all())
+        ends += int((terminated | truncated).sum())
+    assert ends > 0
+
+
+# -- agent slots ---------------------------------------------------------------------------------------------
+
+
+def test_slot_g_times_n_plus_a_is_agent_a_of_game_g(device):
+    envs = make(device)
+    envs.reset(seed=1)
+    game, agent = 2, 4
+    actions = np.zeros((envs.num_envs, 2), np.int64)
+    actions[game * AGENTS + agent] = (20, 0)  # full acceleration for that one agent
+    envs.step(actions)
+    speed = envs.state["speed"].cpu()
+    assert speed.shape == (GAMES, AGENTS)
+    assert speed.nonzero().tolist() == [[game, agent]]
+
+
+def test_per_game_is_a_view_of_games_by_agents(device):
+    envs = make(device)
+    obs, _ = envs.reset(seed=2)
+    view = envs.per_game(obs)
+    assert view.shape == (GAMES, AGENTS, OBS_DIM)
+    assert view.data_ptr() == obs.data_ptr()
+    assert torch.equal(view[1, 5], obs[1 * AGENTS + 5])
+    # The last observation entry is the agent's own type (1 for taggers), which the roles agree with.
+    types = envs.per_game(obs[:, -1])
+    assert torch.equal(types[:, envs.roles["tagger"]], torch.ones(GAMES, 2, device=envs.device))
+    assert torch.equal(types[:, envs.roles["runner"]], torch.zeros(GAMES, 5, device=envs.device))
+
+
+def test_roles_follow_tagger_ids():
+    envs = make("cpu", tagger_ids=(3, 6))
+    assert envs.roles["tagger"].tolist() == [3, 6]
+    assert envs.roles["runner"].tolist() == [0, 1, 2, 4, 5]
+    obs, _ = envs.reset(seed=0)
+    assert envs.per_game(obs)[:, :, -1].tolist() == [[0, 0, 0, 1, 0, 0, 1]] * GAMES
+
+
+def test_actions_by_slot_or_by_game_and_agent_are_the_same(device):
+    by_slot, by_game = make(device), make(device)
+    by_slot.reset(seed=5)
+    by_game.reset(seed=5)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        actions = random_actions(by_slot, rng)
+        a = by_slot.step(actions)
+        b = by_game.step(actions.reshape(GAMES, AGENTS, 2))
+        for x, y in zip(a[:4], b[:4], strict=True):
+            assert torch.equal(x, y)
+
+
+def test_a_tagged_runner_keeps_its_slot_until_its_game_ends(device):
+    envs = make(device, games=1, num_taggers=1, num_runners=2, num_other_agents_observed=2, episode_length=4)
+    # Runner 1 starts 0.2 from the tagger (tag radius 0.1 * 5 = 0.5); runner 2 is far away.
+    start = np.array([[1.0, 1.0], [1.2, 1.0], [4.0, 4.0]], np.float32)
+    envs.reset(seed=0, options={"initial_positions": start, "initial_directions": np.zeros(3, np.float32)})
+    still = np.zeros((3, 2), np.int64)
+    obs, rewards, terminated, _, infos = envs.step(still)
+    assert envs.num_envs == 3
+    assert rewards.tolist() == [10.0, -10.0, 0.0]
+    assert infos["active"].tolist() == [True, True, True]  # runner 1 was in the game during this step
+    assert not bool(terminated.any())
+
+    # From now on runner 1 is out: reward 0, inactive, and its actions are ignored.
+    runner_flat_out = still.copy()
+    runner_flat_out[1] = (20, 20)
+    where = torch.stack([envs.state["x"][0, 1], envs.state["y"][0, 1]]).cpu()
+    assert torch.equal(where, torch.tensor([1.2, 1.0]))
+    for step in (2, 3, 4):
+        obs, rewards, terminated, _, infos = envs.step(runner_flat_out)
+        assert obs.shape == (3, 7 * 2 + 2)
+        assert infos["active"].tolist() == [True, False, True]
+        assert float(rewards[1]) == 0.0
+        assert torch.equal(torch.stack([envs.state["x"][0, 1], envs.state["y"][0, 1]]).cpu(), where)
+        assert float(envs.state["speed"][0, 1]) == 0.0
+        assert terminated.tolist() == [step == 4] * 3
+    assert rewards.tolist() == [0.0, 0.0, 1.0]  # only the surviving runner gets the end-of-game reward
+
+    obs, rewards, terminated, _, infos = envs.step(still)  # NEXT_STEP: the new episode has everyone back
+    assert infos["active"].tolist() == [True, True, True]
+
+
+# -- copies and zero-copy -------------------------------------------------------------------------------------
+
+
+def test_returned_tensors_never_change_by_default(device):
+    envs = make(device)
+    assert envs.unwrapped.copy is True
+    rng = np.random.default_rng(0)
+    first_obs, _ = envs.reset(seed=0)
+    first_obs_copy = first_obs.clone()
+    returned = envs.step(random_actions(envs, rng))
+    kept = [t.clone() for t in returned[:4]] + [returned[4]["active"].clone()]
+    for _ in range(3):
+        later = envs.step(random_actions(envs, rng))
+        assert later[0].data_ptr() != returned[0].data_ptr()
+    assert not torch.equal(later[0], returned[0])  # the game moved on...
+    for now, then in zip([*returned[:4], returned[4]["active"]], kept, strict=True):
+        assert torch.equal(now, then)  # ...but what was returned earlier did not
+    assert torch.equal(first_obs, first_obs_copy)
+
+
+def test_copy_false_returns_the_same_buffers_every_step(device):
+    envs = make(device, copy=False)
+    obs0, _ = envs.reset(seed=0)
+    obs1, rewards1, terminated1, _, _ = envs.step(np.zeros((21, 2), np.int64))
+    seen = obs1.clone()
+    obs2, rewards2, terminated2, _, _ = envs.step(np.zeros((21, 2), np.int64))
+    assert obs0.data_ptr() == obs1.data_ptr() == obs2.data_ptr()
+    assert rewards1.data_ptr() == rewards2.data_ptr() and terminated1.data_ptr() == terminated2.data_ptr()
+    # The clock entry advanced, so the first view now shows the second step's observation.
+    assert not torch.equal(obs1, seen)
+    assert torch.equal(obs1, obs2)
+
+
+def test_observations_export_through_dlpack_without_a_copy(device):
+    envs = make(device, copy=False)
+    obs, _ = envs.reset(seed=0)
+    exported = torch.from_dlpack(obs)
+    assert exported.data_ptr() == obs.data_ptr() and exported.device == obs.device
+    assert torch.equal(exported, obs)
+    envs.step(np.zeros((21, 2), np.int64))
+    assert torch.equal(exported, obs)  # the exported tensor is the env's memory, so it sees the next step
+
+
+# -- lifetime ---------------------------------------------------------------------------------------------------
+
+
+def test_closed_env_refuses_to_run():
+    envs = make("cpu")
+    envs.reset(seed=0)
+    envs.close()
+    assert envs.closed
+    envs.close()  # closing twice is fine
+    with pytest.raises(RuntimeError, match="WarpTag-v0: the env is closed; make a new one"):
+        envs.step(np.zeros((21, 2), np.int64))
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        envs.reset(seed=0)
+    with pytest.raises(RuntimeError, match="the env is closed"):
+        envs.state  # noqa: B018
+
+
+def test_step_before_reset_raises_reset_needed():
+    envs = make("cpu")
+    with pytest.raises(ResetNeeded, match=r"call reset\(\) before step\(\)"):
+        envs.step(np.zeros((21, 2), np.int64))
+    # A reset that fails does not count as one.
+    with pytest.raises(ValueError):
+        envs.reset(options={"initial_positions": np.zeros((2, 2))})
+    with pytest.raises(ResetNeeded):
+        envs.step(np.zeros((21, 2), np.int64))
+    envs.reset(seed=0)
+    envs.step(np.zeros((21, 2), np.int64))
+
+
+@pytest.mark.parametrize("render_mode", [None, "rgb_array"])
+def test_render_modes_accepted(render_mode):
+    envs = make("cpu", render_mode=render_mode)
+    assert envs.render_mode == render_mode
+    assert envs.metadata["render_modes"] == ["rgb_array"]
+
+
+@pytest.mark.parametrize("render_mode", ["human", "ansi", ""])
+def test_other_render_modes_rejected(render_mode):
+    with pytest.raises(ValueError, match=f"render_mode must be None or 'rgb_array', got '{render_mode}'"):
+        make("cpu", render_mode=render_mode)
