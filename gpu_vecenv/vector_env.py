@@ -65,6 +65,12 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+def _host_tensor(array: np.ndarray) -> torch.Tensor:
+    """A CPU tensor of ``array``'s values; copies only arrays torch cannot view (negative strides, big-endian)."""
+    array = array.astype(array.dtype.newbyteorder("="), copy=False)
+    return torch.from_numpy(array.copy() if any(step < 0 for step in array.strides) else array)
+
+
 class GpuVectorEnv(VectorEnv):
     """A vector env of ``num_games`` games of ``definition``, every agent a slot.
 
@@ -326,7 +332,7 @@ class GpuVectorEnv(VectorEnv):
                     f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {array.dtype} "
                     f"({type(actions).__name__})"
                 )
-            tensor = torch.from_numpy(array)
+            tensor = _host_tensor(array)
         if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
             raise TypeError(f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}")
         if self.definition.discrete_actions:
@@ -351,7 +357,7 @@ class GpuVectorEnv(VectorEnv):
             value = int(self._actions[g, a, k])
             raise ValueError(self._range_message(g, a, k, value, "this step (strict=True); nothing was stepped"))
 
-    def _range_message(self, g: int, a: int, k: int, value: int, when: str) -> str:
+    def _range_message(self, g: int, a: int, k: int, value: int | str, when: str) -> str:
         return (
             f"{self.definition.name}: action component {k} of slot {g * self.num_agents + a} "
             f"(game {g}, agent {a}) was {value}, expected 0 <= value < {self.definition.action_nvec[k]}; "
@@ -365,8 +371,10 @@ class GpuVectorEnv(VectorEnv):
             g, a = (int(i) for i in flagged.nonzero()[0])
             k, value, count = int(errors[0, g, a]) - 1, int(errors[1, g, a]), int(flagged.sum())
             errors.zero_()
+            # The kernel records values clamped to int32.
+            shown = {2**31 - 1: f"{value} or more", -(2**31): f"{value} or less"}.get(value, value)
             raise ValueError(
-                self._range_message(g, a, k, value, "an earlier step")
+                self._range_message(g, a, k, shown, "an earlier step")
                 + f"; {count} slot(s) had out-of-range actions, which acted as no-ops. "
                 "The env was not reset; call reset() again to go on, or pass strict=True to raise at the step."
             )
@@ -388,6 +396,8 @@ class GpuVectorEnv(VectorEnv):
         ``(num_games,)``; games outside it keep their state.
         """
         self._check_open()
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"{self.definition.name}: options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
         game_mask = self._game_mask(options.pop("reset_mask", None))
         seeds = self._seeds_for(seed) if seed is not None else None
@@ -415,7 +425,7 @@ class GpuVectorEnv(VectorEnv):
         name = self.definition.name
         if mask is None:
             return torch.ones(self.num_games, dtype=torch.bool, device=self.device)
-        tensor = mask if isinstance(mask, torch.Tensor) else torch.from_numpy(np.asarray(mask))
+        tensor = mask if isinstance(mask, torch.Tensor) else _host_tensor(np.asarray(mask))
         if tensor.dtype != torch.bool:
             raise TypeError(f"{name}: reset_mask must be a bool array, got dtype {tensor.dtype}")
         tensor = tensor.to(self.device)

@@ -301,7 +301,7 @@ def test_initial_positions_and_directions_fix_every_game(device):
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_initial_positions_apply_to_later_autoresets_until_a_reset_without_them(device, mode):
     envs = make(device, games=2, episode_length=2, tagging_distance=0.0, autoreset_mode=mode)
-    positions = np.array([[0.5 + a, 4.0 - 0.5 * a] for a in range(7)], np.float32)
+    positions = np.array([[0.5 + 0.6 * a, 4.0 - 0.5 * a] for a in range(7)], np.float32)  # inside the 5 x 5 arena
     fixed = torch.from_numpy(positions)
     envs.reset(seed=1, options={"initial_positions": positions})
     flat_out = np.full((envs.num_envs, 2), 20, np.int64)

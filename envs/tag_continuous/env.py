@@ -13,6 +13,7 @@ import torch
 from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
+from envs.tag_continuous.render import draw_games
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -89,18 +90,20 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         active="alive",
         roles={"tagger": tuple(taggers), "runner": config.runners},
         reset_option_names=RESET_OPTIONS,
-        reset_options=_apply_reset_options(n),
+        reset_options=_apply_reset_options(n, float(np.float32(config.grid_length))),
         setup=setup,
         reference=partial(TagReference, config),
+        render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
     )
 
 
-def _apply_reset_options(num_agents: int):
+def _apply_reset_options(num_agents: int, grid_length: float):
     def apply(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
         """Fix (or, when absent, free) the starting positions and headings of the reset games.
 
         ``initial_positions``: ``(num_agents, 2)``; ``initial_directions``:
-        ``(num_agents,)``; NaN entries stay random. They apply to every reset
+        ``(num_agents,)``; NaN entries stay random. Positions must lie in the arena
+        ``[0, grid_length]``, directions in ``[0, 2*pi)``. They apply to every reset
         game and to its later autoresets, until a reset without them.
         """
         fixed = {
@@ -113,6 +116,12 @@ def _apply_reset_options(num_agents: int):
             if pos.shape != (num_agents, 2):
                 raise ValueError(
                     f"WarpTag: reset option initial_positions must have shape ({num_agents}, 2), got {tuple(pos.shape)}"
+                )
+            given = pos[~torch.isnan(pos)]
+            if bool(((given < 0) | (given > grid_length)).any()):
+                raise ValueError(
+                    f"WarpTag: reset option initial_positions must lie in the arena [0, grid_length = {grid_length}] "
+                    f"(NaN: random), got values from {float(given.min())} to {float(given.max())}"
                 )
             fixed["init_x"], fixed["init_y"] = pos[:, 0], pos[:, 1]
         if options.get("initial_directions") is not None:
