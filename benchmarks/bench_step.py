@@ -1,0 +1,716 @@
+"""Rollout throughput of WarpTag-v0 over games × agents × observation mode × backend, beside its peers.
+
+    python benchmarks/bench_step.py --preset targets scale --peers --out DIR --markdown   # on a GPU
+    python benchmarks/bench_step.py --backend cpu --out DIR      # CPU backend vs SyncVectorEnv over the numpy reference
+    python benchmarks/bench_step.py --preset quick --backend cpu # smoke run, seconds
+
+Writes DIR/bench_step.json (every number, the machine, the versions, the
+command) and DIR/bench_step.txt (the tables), and with ``--markdown``
+DIR/bench_step.md (a summary with ratios, for the README).
+
+Every row builds ``gym.make_vec("WarpTag-v0", num_envs=games, ...)``, resets it
+with ``seed=0`` and times a rollout: random actions drawn on the env's device,
+``step`` with NEXT_STEP autoreset, no host sync inside the timed loop (on a GPU,
+torch's sync-debug mode counts any torch op that syncs there). Per row:
+
+- ms/step, game-steps/s, agent-steps/s: the rollout (draw + ``step``) between two
+  CUDA events; on the CPU, the wall clock.
+- host µs: wall time of the ``step`` call alone, in bursts the GPU's queue absorbs.
+- kernel µs: CUDA events around the env's step launch alone (``envs._backend``,
+  see ``gpu_vecenv/backends.py``), recorded behind a device-side sleep so that the
+  host's launch latency is not counted.
+- bytes per step, counted from the env's buffers: every state buffer read and
+  written, the action buffer read, the output arena written (``copy=True`` moves
+  the arena once more; that is listed apart). Over the kernel time, as a
+  fraction of the device-to-device copy bandwidth measured in the same run
+  (read + written); ``obs %bw``: the observation bytes alone.
+- memory per game: ``torch.cuda.memory_allocated`` after construction and reset,
+  less before, over games (on the CPU: the bytes of the env's buffers).
+- set-up: construction + first reset. ``cold``: this process compiled the kernel
+  (the kernel cache, ``GPU_VECENV_CACHE_DIR``, did not have it), ``warm``: loaded
+  from that cache, ``in-process``: an earlier row of this run loaded it. The
+  2000 × 1000 target is also set up in two fresh processes, with an empty and
+  then with the filled cache.
+
+Presets (``--preset``, several allowed):
+
+- ``targets``: the configurations of the performance issue, ``copy=True`` (default)
+  and ``copy=False``: 10+100 agents, K=10, 2000 and 100 games; 5+100 full observation,
+  2000 games; 1+3 full observation, 10000 games; 2000 games of 100+900 agents, K=10;
+  host time per ``step()`` at 64 games of 1+3 agents (K=3). The WarpDrive figures of
+  the game specification (H200) are kept beside the ones measured here.
+- ``scale``: N = 10 … 4096 agents per game (one tagger in 11, K = min(10, N-1)),
+  ``copy=False``, at a fixed total of 2**19 agents (games = 2**19 // N). A fixed
+  total keeps the work per step and the filling of the GPU about constant
+  (N = 4096 still has 128 games, about one per multiprocessor), so the cost per
+  agent-step shows how the per-agent work grows with N; a fixed number of games
+  would leave the GPU nearly idle at small N and measure launch overhead there.
+- ``cpu``: the CPU backend against ``SyncVectorEnv`` over the numpy reference
+  (``benchmarks/sync_reference.py``), same games and seeds.
+- ``quick``: tiny sizes, a few steps (smoke test).
+
+Peers (``--peers``, GPU only, each in a worker process, see ``benchmarks/peers.py``):
+WarpDrive 2.7.1's Numba Tag continuous with the same configuration (for N <= 1000:
+one thread per agent, 1024 at most; not at 2000 × 1000, whose set-up the
+specification puts over 7 minutes for 200 games), and VMAS 1.5.2's ``simple_tag``
+at matched agent counts (10000 × 1+3, 100 and 2000 × 10+100: it takes seconds per
+step at 110 agents). A peer that cannot be imported or built is recorded with its
+error and the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run from anywhere: the project's envs package sits beside gpu_vecenv
+
+from peers import warpdrive_kwargs  # noqa: E402
+from rollout_timing import (  # noqa: E402
+    copy_bandwidth,
+    device_us_per_launch,
+    host_us_per_call,
+    synchronize,
+    time_rollout,
+)
+from sync_reference import make_sync_reference  # noqa: E402
+
+import gpu_vecenv  # noqa: E402,F401  (registers WarpTag-v0)
+from envs.tag_continuous.config import TagConfig  # noqa: E402
+from gpu_vecenv.codegen import OP_STEP, cache_dir  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configurations
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal of the performance issue: ``metric`` of the row at least (or at most) ``bound``."""
+
+    metric: str
+    bound: float
+    at_least: bool = True
+
+    def text(self) -> str:
+        return {
+            "x_warpdrive": f">= {self.bound:g}x WarpDrive",
+            "x_sync_reference": f">= {self.bound:g}x SyncVectorEnv",
+            "game_steps_per_s": f">= {self.bound / 1e6:g} M game-steps/s",
+            "host_us": f"host <= {self.bound:g} us",
+            "setup_cold_s": f"set-up < {self.bound:g} s",
+            "obs_bw_fraction": f"obs write >= {100 * self.bound:g}% copy bw",
+        }[self.metric]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: ``games`` games of ``taggers + runners`` agents, K-nearest (``k``) or full observation."""
+
+    name: str
+    games: int
+    taggers: int
+    runners: int
+    full_obs: bool = False
+    k: int = 10
+    copy: bool = True
+    peers: tuple[str, ...] = ()
+    targets: tuple[Target, ...] = ()
+    spec_warpdrive_ms: float | None = None  # the game specification's H200 figure for this configuration
+    setup_probe: bool = False
+    group: str = "targets"
+
+    @property
+    def agents(self) -> int:
+        return self.taggers + self.runners
+
+    @property
+    def obs_label(self) -> str:
+        return "full" if self.full_obs else f"K={self.tag_config().num_other_agents_observed}"
+
+    @property
+    def key(self) -> str:
+        """Identifies the simulated configuration, whatever the options of our env; peers are matched on it."""
+        return f"{self.games}x{self.taggers}+{self.runners}:{self.obs_label}"
+
+    def tag_config(self) -> TagConfig:
+        return TagConfig(num_taggers=self.taggers, num_runners=self.runners, use_full_observation=self.full_obs,
+                         num_other_agents_observed=min(self.k, self.agents - 1))  # fmt: skip
+
+
+def targets_preset() -> list[Case]:
+    both = ("warpdrive", "vmas")
+    cases = []
+    for copy in (True, False):
+        cases += [
+            Case("10+100 K=10, 2000 games", 2000, 10, 100, copy=copy, peers=both, spec_warpdrive_ms=1.20,
+                 targets=(Target("x_warpdrive", 12),)),
+            Case("10+100 K=10, 100 games", 100, 10, 100, copy=copy, peers=both, spec_warpdrive_ms=0.76,
+                 targets=(Target("x_warpdrive", 20),)),
+            Case("5+100 full, 2000 games", 2000, 5, 100, full_obs=True, copy=copy, peers=("warpdrive",),
+                 spec_warpdrive_ms=9.48, targets=(Target("x_warpdrive", 25), Target("obs_bw_fraction", 0.5))),
+            Case("1+3 full, 10000 games", 10000, 1, 3, full_obs=True, copy=copy, peers=both,
+                 spec_warpdrive_ms=1.14, targets=(Target("x_warpdrive", 10),)),
+        ]  # fmt: skip
+    headline = (Target("game_steps_per_s", 2.9e6), Target("setup_cold_s", 30, at_least=False))
+    cases.append(Case("100+900 K=10, 2000 games", 2000, 100, 900, setup_probe=True, targets=headline))
+    for copy, bound in ((False, 30), (True, 50)):
+        cases.append(Case("host time, 64 games of 1+3", 64, 1, 3, k=3, copy=copy,
+                          targets=(Target("host_us", bound, at_least=False),)))  # fmt: skip
+    return cases
+
+
+SCALE_TOTAL_AGENTS = 1 << 19
+SCALE_AGENTS = (10, 20, 50, 100, 200, 500, 1000, 2000, 4096)
+WARPDRIVE_MAX_AGENTS = 1024  # one thread per agent, one block per game
+
+
+def scale_preset() -> list[Case]:
+    cases = []
+    for n in SCALE_AGENTS:
+        taggers = max(1, n // 11)
+        peers = ("warpdrive",) if n <= WARPDRIVE_MAX_AGENTS else ()
+        cases.append(Case(f"N={n}", SCALE_TOTAL_AGENTS // n, taggers, n - taggers, k=10, copy=False, peers=peers,
+                          group="scale"))  # fmt: skip
+    return cases
+
+
+def cpu_preset() -> list[Case]:
+    ref = ("sync_reference",)
+    x100 = (Target("x_sync_reference", 100),)
+    return [
+        Case("10+100 K=10, 32 games", 32, 10, 100, peers=ref, targets=x100, group="cpu"),
+        Case("1+3 full, 1024 games", 1024, 1, 3, full_obs=True, peers=ref, targets=x100, group="cpu"),
+    ]
+
+
+def quick_preset() -> list[Case]:
+    ref = ("sync_reference",)
+    return [
+        Case("quick 2+5 K=3", 4, 2, 5, k=3, peers=ref, group="quick"),
+        Case("quick 1+3 full", 4, 1, 3, full_obs=True, copy=False, peers=ref, group="quick"),
+    ]
+
+
+PRESETS = {"targets": targets_preset, "scale": scale_preset, "cpu": cpu_preset, "quick": quick_preset}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Step counts of the timed loops (see ``rollout_timing.time_rollout``)."""
+
+    warmup: int
+    min_steps: int
+    max_steps: int
+    budget_s: float
+    kernel_repeats: int
+    host_calls: int
+
+
+TIMING = {
+    "cuda": Timing(warmup=20, min_steps=200, max_steps=500, budget_s=0.5, kernel_repeats=30, host_calls=200),
+    "cpu": Timing(warmup=2, min_steps=10, max_steps=200, budget_s=2.0, kernel_repeats=10, host_calls=40),
+    "quick": Timing(warmup=1, min_steps=2, max_steps=5, budget_s=0.05, kernel_repeats=2, host_calls=4),
+}
+PEER_TIMING = {"warpdrive": dict(warmup=3, min_steps=20, max_steps=300, budget_s=2.0),
+               "vmas": dict(warmup=1, min_steps=3, max_steps=300, budget_s=2.0)}  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------------------------
+# Our env
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def step_bytes(env: Any) -> dict[str, int]:
+    """Bytes one step moves, from the env's buffers: state read + written, actions read, outputs written.
+
+    ``copy``: what ``copy=True`` moves on top (the output arena read and written once more).
+    """
+    state = sum(_nbytes(t) for t in env._buffers.values())
+    params = sum(_nbytes(t) for t in env._params)
+    actions = _nbytes(env._actions)
+    arena = env._arena
+    outputs = arena.nbytes() if callable(arena.nbytes) else int(arena.nbytes)
+    obs = _nbytes(arena.kernel.obs)
+    return {"state": state, "params": params, "actions": actions, "outputs": outputs, "obs": obs,
+            "kernel": 2 * state + params + actions + outputs, "copy": 2 * outputs if env.copy else 0}  # fmt: skip
+
+
+def _kernel_modules() -> set[str]:
+    return {name for name in sys.modules if name.startswith("gpu_vecenv_kernel_")}
+
+
+def _cache_files() -> set[Path]:
+    root = cache_dir()
+    return set(root.rglob("*")) if root.exists() else set()
+
+
+def _allocated(device: torch.device) -> int:
+    return torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+
+
+def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
+    """Make and reset the env of ``case``; returns it and the set-up seconds (construction + first reset)."""
+    synchronize(device)
+    t0 = time.perf_counter()
+    envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
+                        **asdict(case.tag_config()))  # fmt: skip
+    obs, _ = envs.reset(seed=0)
+    synchronize(device)
+    del obs
+    return envs.unwrapped, time.perf_counter() - t0
+
+
+def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, Any]:
+    """Every measurement of our env for one row (see the module docstring)."""
+    modules, files = _kernel_modules(), _cache_files()
+    gc.collect()
+    mem_before = _allocated(device)
+    env, setup_s = build_env(case, device)
+    mem_after = _allocated(device)
+    if not _kernel_modules() - modules:
+        setup_cache = "in-process"
+    else:
+        setup_cache = "cold" if _cache_files() - files else "warm"
+
+    nvec = torch.as_tensor(env.single_action_space.nvec, device=env.device)
+
+    def draw() -> torch.Tensor:
+        return (torch.rand((env.num_envs, nvec.numel()), device=env.device) * nvec).long()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if device.type == "cuda":
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            rollout = time_rollout(lambda: env.step(draw()), device, warmup=timing.warmup,
+                                   min_steps=timing.min_steps, max_steps=timing.max_steps,
+                                   budget_s=timing.budget_s)  # fmt: skip
+        finally:
+            if device.type == "cuda":
+                torch.cuda.set_sync_debug_mode("default")
+    syncs = sum("synchroniz" in str(w.message).lower() for w in caught)
+    host_us = host_us_per_call(draw, env.step, device, calls=timing.host_calls)
+    kernel_us = device_us_per_launch(lambda: env._backend.launch(OP_STEP), device, timing.kernel_repeats)
+
+    moved = step_bytes(env)
+    s = rollout["ms_per_step"] / 1e3
+    row: dict[str, Any] = {
+        **_case_fields(case),
+        **rollout,
+        "game_steps_per_s": case.games / s,
+        "agent_steps_per_s": case.games * case.agents / s,
+        "host_us": host_us,
+        "kernel_us": kernel_us,
+        "torch_syncs_in_loop": syncs,
+        "bytes": moved,
+        "setup_s": setup_s,
+        "setup_cache": setup_cache,
+        "obs_dim": int(env.single_observation_space.shape[0]),
+        "threads_per_block": getattr(env._backend, "block", None),
+        "cuda_graphs": getattr(env._backend, "cuda_graphs", None),
+        "mem_per_game": (mem_after - mem_before) / case.games if device.type == "cuda" else None,
+        "buffer_bytes_per_game": (moved["state"] + moved["actions"] + moved["outputs"]) / case.games,
+    }
+    if hasattr(env, "memory_per_game"):
+        row["mem_estimate_per_game"] = env.memory_per_game()
+    env.close()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return row
+
+
+def _case_fields(case: Case) -> dict[str, Any]:
+    return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
+            "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy}  # fmt: skip
+
+
+def probe_setup(case: Case, cache: str) -> dict[str, Any]:
+    """Set up ``case`` in a fresh process whose kernel cache is ``cache``; its set-up seconds and import seconds."""
+    spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
+                       "full_obs": case.full_obs, "k": case.k})  # fmt: skip
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
+    try:
+        done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except Exception as exc:  # noqa: BLE001  (recorded in the results)
+        tail = getattr(exc, "stderr", None) or (done.stderr if "done" in locals() else "")
+        return {"error": f"{type(exc).__name__}: {exc}", "stderr": str(tail)[-2000:]}
+
+
+def run_setup_probe(spec: str) -> None:
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.zeros(1, device=device)  # the CUDA context is the process's, not the env's
+    case = Case("setup probe", **json.loads(spec))
+    _, setup_s = build_env(case, device)
+    print(json.dumps({"setup_s": setup_s}))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Peers
+
+
+def peer_jobs(cases: list[Case], peer: str, backend: str) -> list[dict[str, Any]]:
+    jobs: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        if peer in case.peers and case.key not in jobs:
+            job = {"key": case.key, "games": case.games, "taggers": case.taggers, "runners": case.runners,
+                   **PEER_TIMING[peer]}  # fmt: skip
+            if peer == "warpdrive":
+                job["warpdrive_kwargs"] = warpdrive_kwargs(case.tag_config())
+            jobs[case.key] = job
+    return list(jobs.values())
+
+
+def run_peer(peer: str, jobs: list[dict[str, Any]], work: Path, timeout_s: float) -> dict[str, Any]:
+    """Run ``jobs`` in worker processes of ``peers.py``; results (or errors) by key, and the worker's log."""
+    jobs_path, results_path, log_path = (work / f"peer_{peer}.{s}" for s in ("jobs.json", "results.json", "log"))
+    jobs_path.write_text(json.dumps(jobs, indent=1))
+    results_path.unlink(missing_ok=True)
+    deadline = time.perf_counter() + timeout_s
+    results: dict[str, Any] = {}
+    with open(log_path, "w") as log:
+        for _ in range(len(jobs) + 1):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            try:
+                status = subprocess.run([sys.executable, str(HERE / "peers.py"), peer, str(jobs_path),
+                                         str(results_path)], stdout=log, stderr=subprocess.STDOUT, timeout=left,
+                                        cwd=str(HERE.parent)).returncode  # fmt: skip
+            except subprocess.TimeoutExpired:
+                status = None
+            results = json.loads(results_path.read_text()) if results_path.exists() else {}
+            missing = [job["key"] for job in jobs if job["key"] not in results]
+            if not missing or status is None:
+                break
+            if status not in (0, 3):  # the worker died inside a job: blame the first job without a result
+                results[missing[0]] = {"error": f"worker exited with status {status} (see {log_path.name})"}
+                results_path.write_text(json.dumps(results, indent=1))
+    log_tail = log_path.read_text()[-4000:]
+    for job in jobs:
+        results.setdefault(job["key"], {"error": f"no result within the peer time limit ({timeout_s:.0f} s)"})
+    return {"results": results, "log_tail": log_tail}
+
+
+def measure_sync_reference(case: Case, timing: Timing, ours_first_obs: np.ndarray | None) -> dict[str, Any]:
+    """Gymnasium's SyncVectorEnv over the numpy reference, same games, seeds and action draws as our rows."""
+    config = case.tag_config()
+    t0 = time.perf_counter()
+    envs = make_sync_reference(config, case.games)
+    obs, _ = envs.reset(seed=0)
+    setup_s = time.perf_counter() - t0
+    result: dict[str, Any] = {"setup_s": setup_s}
+    if ours_first_obs is not None:
+        result["max_abs_diff_first_obs"] = float(np.abs(obs.reshape(ours_first_obs.shape) - ours_first_obs).max())
+    nvec = np.array([config.num_acceleration_levels + 1, config.num_turn_levels + 1])
+    rng = np.random.default_rng(0)
+    step = lambda: envs.step(rng.integers(0, nvec, size=(case.games, case.agents, 2)))  # noqa: E731
+    result.update(time_rollout(step, torch.device("cpu"), warmup=1, min_steps=max(1, timing.min_steps // 5),
+                               max_steps=timing.max_steps, budget_s=timing.budget_s))  # fmt: skip
+    envs.close()
+    return result
+
+
+def first_obs(case: Case) -> np.ndarray:
+    envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device="cpu", **asdict(case.tag_config()))
+    obs, _ = envs.reset(seed=0)
+    out = obs.numpy().copy()
+    envs.close()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ratios, targets, tables
+
+
+def attach_peers(row: dict[str, Any], peers: dict[str, dict[str, Any]], case: Case) -> None:
+    """Peer figures for the row's configuration and the ratios of ours to them (game-steps/s, i.e. their ms/ours)."""
+    for peer, found in peers.items():
+        result = found["results"].get(case.key) if peer in case.peers else None
+        if result is None:
+            continue
+        row[peer] = result
+        if "ms_per_step" in result:
+            row[f"x_{peer}"] = result["ms_per_step"] / row["ms_per_step"]
+    if case.spec_warpdrive_ms is not None:
+        row["spec_warpdrive_ms"] = case.spec_warpdrive_ms
+        row["x_warpdrive_spec"] = case.spec_warpdrive_ms / row["ms_per_step"]
+
+
+def evaluate_targets(row: dict[str, Any], case: Case, bandwidth: float) -> None:
+    kernel_s = row["kernel_us"] / 1e6
+    row["bw_fraction"] = row["bytes"]["kernel"] / kernel_s / bandwidth
+    row["obs_bw_fraction"] = row["bytes"]["obs"] / kernel_s / bandwidth
+    verdicts = []
+    for target in case.targets:
+        value, source = row.get(target.metric), "measured"
+        if target.metric == "x_warpdrive" and value is None and "x_warpdrive_spec" in row:
+            value, source = row["x_warpdrive_spec"], "vs the specification's WarpDrive figure"
+        if target.metric == "setup_cold_s" and value is None:
+            value, source = row["setup_s"], f"in this process ({row['setup_cache']})"
+        met = None if value is None else (value >= target.bound if target.at_least else value < target.bound)
+        verdicts.append({"target": target.text(), "value": value, "met": met, "source": source})
+    row["targets"] = verdicts
+
+
+def _fmt(value: Any, spec: str = ".3g", missing: str = "-") -> str:
+    if value is None:
+        return missing
+    return format(value, spec)
+
+
+def _peer_ms(row: dict[str, Any], peer: str) -> str:
+    result = row.get(peer)
+    if result is None:
+        return "-"
+    return "err" if "error" in result else _fmt(result["ms_per_step"])
+
+
+def _met(row: dict[str, Any]) -> str:
+    marks = {True: "yes", False: "NO", None: "?"}
+    return "; ".join(f"{v['target']}: {marks[v['met']]}" for v in row.get("targets", [])) or "-"
+
+
+def _table(header: list[str], lines: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in lines)) if lines else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in lines]
+    return "\n".join(out)
+
+
+def text_tables(rows: list[dict[str, Any]]) -> str:
+    parts = []
+    main = [r for r in rows if r["group"] != "scale"]
+    if main:
+        header = ["config", "games", "agents", "obs", "copy", "ms/step", "game-st/s", "agent-st/s", "host us",
+                  "kernel us", "MB/step", "%bw", "obs %bw", "KB/game", "setup s", "WD ms", "xWD", "xWD spec",
+                  "VMAS ms", "xVMAS", "Sync ms", "xSync", "targets"]  # fmt: skip
+        lines = [[r["name"], str(r["games"]), f"{r['taggers']}+{r['runners']}", r["obs"], str(r["copy"])[0],
+                  _fmt(r["ms_per_step"]), _fmt(r["game_steps_per_s"]), _fmt(r["agent_steps_per_s"]),
+                  _fmt(r["host_us"], ".1f"), _fmt(r["kernel_us"], ".1f"), _fmt(r["bytes"]["kernel"] / 1e6, ".1f"),
+                  _fmt(100 * r["bw_fraction"], ".0f"), _fmt(100 * r["obs_bw_fraction"], ".0f"),
+                  _fmt((r["mem_per_game"] or r["buffer_bytes_per_game"]) / 1e3, ".1f"),
+                  f"{r['setup_s']:.2f} {r['setup_cache']}", _peer_ms(r, "warpdrive"), _fmt(r.get("x_warpdrive"), ".1f"),
+                  _fmt(r.get("x_warpdrive_spec"), ".1f"), _peer_ms(r, "vmas"), _fmt(r.get("x_vmas"), ".0f"),
+                  _peer_ms(r, "sync_reference"), _fmt(r.get("x_sync_reference"), ".0f"), _met(r)]
+                 for r in main]  # fmt: skip
+        parts.append(_table(header, lines))
+    scale = [r for r in rows if r["group"] == "scale"]
+    if scale:
+        header = ["N", "games", "K", "ms/step", "ns/agent-step", "kernel ns/agent-step", "host us", "KB/game",
+                  "WD ms", "WD ns/agent-step", "xWD"]  # fmt: skip
+        lines = []
+        for r in scale:
+            per_agent = 1e6 / (r["games"] * r["agents"])
+            wd = r.get("warpdrive") or {}
+            lines.append([str(r["agents"]), str(r["games"]), r["obs"], _fmt(r["ms_per_step"]),
+                          _fmt(r["ms_per_step"] * per_agent, ".2f"), _fmt(r["kernel_us"] * per_agent / 1e3, ".2f"),
+                          _fmt(r["host_us"], ".1f"), _fmt(r["buffer_bytes_per_game"] / 1e3, ".1f"),
+                          _peer_ms(r, "warpdrive"),
+                          _fmt(wd["ms_per_step"] * per_agent if "ms_per_step" in wd else None, ".2f"),
+                          _fmt(r.get("x_warpdrive"), ".1f")])  # fmt: skip
+        parts.append(f"Agents-per-game sweep at a fixed total of {SCALE_TOTAL_AGENTS} agents, copy=False\n"
+                     + _table(header, lines))  # fmt: skip
+    return "\n\n".join(parts)
+
+
+def markdown_summary(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    device = meta.get("device_name", meta["backend"])
+    lines = [f"Measured on {device} by `benchmarks/bench_step.py` ({meta['date']}); ratios are game-steps/s of "
+             "WarpTag-v0 over the peer's, measured in the same run.", "",
+             "| configuration | games | `copy` | ms/step | game-steps/s | host µs/step | WarpDrive ms/step "
+             "| × WarpDrive | VMAS ms/step | × VMAS | SyncVectorEnv ms/step | × SyncVectorEnv | target |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        if r["group"] == "scale":
+            continue
+        cells = [f"{r['taggers']}+{r['runners']} {r['obs']}", str(r["games"]), str(r["copy"]),
+                 f"{r['ms_per_step']:.3g}", f"{r['game_steps_per_s'] / 1e6:.3g} M", f"{r['host_us']:.0f}",
+                 _peer_ms(r, "warpdrive"),
+                 _fmt(r.get("x_warpdrive"), ".1f"), _peer_ms(r, "vmas"), _fmt(r.get("x_vmas"), ".0f"),
+                 _peer_ms(r, "sync_reference"), _fmt(r.get("x_sync_reference"), ".0f"), _met(r)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    scale = [r for r in rows if r["group"] == "scale"]
+    if scale:
+        lines += ["", f"Cost per agent-step against agents per game N (K = 10, {SCALE_TOTAL_AGENTS} agents in all):",
+                  "", "| N | games | ns per agent-step | WarpDrive ns per agent-step |",
+                  "|---|---|---|---|"]  # fmt: skip
+        for r in scale:
+            per_agent = 1e6 / (r["games"] * r["agents"])
+            wd = r.get("warpdrive") or {}
+            wd_ns = _fmt(wd["ms_per_step"] * per_agent if "ms_per_step" in wd else None, ".2f")
+            lines.append(f"| {r['agents']} | {r['games']} | {r['ms_per_step'] * per_agent:.2f} | {wd_ns} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Run
+
+
+def machine(device: torch.device) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "load_average": os.getloadavg(),
+        # On the CPU backend, two OpenMP runtimes (torch's and Numba's) spinning on few cores slow launches a lot.
+        "thread_env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "NUMBA_THREADING_LAYER")},
+        "versions": {name: version(name) for name in ("torch", "numba", "numba-cuda", "numpy", "gymnasium")},
+    }
+    try:
+        models = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("model name")]  # fmt: skip
+        info["cpu_model"] = models[0] if models else platform.processor()
+    except OSError:
+        info["cpu_model"] = platform.processor()
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info["device_name"] = props.name
+        info["multiprocessors"] = props.multi_processor_count
+        info["device_memory_GiB"] = props.total_memory / 2**30
+        try:
+            info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                            capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                                            timeout=10).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", nargs="+", choices=sorted(PRESETS), help="default: targets on cuda, cpu on cpu")
+    parser.add_argument("--backend", choices=("cuda", "cpu"), help="default: cuda when available")
+    parser.add_argument("--peers", action="store_true", help="also run WarpDrive and VMAS (GPU)")
+    parser.add_argument("--peer-timeout", type=float, default=300.0, help="seconds allowed to each peer's workers")
+    parser.add_argument(
+        "--warpdrive-full-setup",
+        action="store_true",
+        help="set WarpDrive up with its own placeholder helper (one Python reset per game: slow)",
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="on the CPU, skip SyncVectorEnv")
+    parser.add_argument("--out", type=Path, help="write bench_step.json and bench_step.txt (and .md) here")
+    parser.add_argument("--markdown", action="store_true", help="also print and write the README summary table")
+    parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.setup_probe:
+        run_setup_probe(args.setup_probe)
+        return
+
+    backend = args.backend or ("cuda" if torch.cuda.is_available() else "cpu")
+    if backend == "cuda" and not torch.cuda.is_available():
+        parser.error("--backend cuda: torch sees no CUDA device")
+    device = torch.device("cuda", torch.cuda.current_device()) if backend == "cuda" else torch.device("cpu")
+    presets = args.preset or (["targets"] if backend == "cuda" else ["cpu"])
+    cases = [case for name in presets for case in PRESETS[name]()]
+    timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
+    meta: dict[str, Any] = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "backend": backend,
+        "presets": presets,
+        "timing": asdict(timing),
+        "kernel_cache": str(cache_dir()),
+        **machine(device),
+    }
+    started = time.perf_counter()
+    bandwidth = copy_bandwidth(device)
+    meta["copy_bandwidth"] = bandwidth
+    print(f"copy bandwidth (read + write): {bandwidth['GB_per_s']:.0f} GB/s on {meta.get('device_name', 'the CPU')}")
+
+    rows = []
+    for case in cases:
+        print(
+            f"[ours] {case.name}: {case.games} games of {case.agents}, {case.obs_label}, copy={case.copy}", flush=True
+        )
+        rows.append(measure_ours(case, device, timing))
+
+    setup_probes: dict[str, Any] = {}
+    for case in cases:
+        if case.setup_probe and backend == "cuda":
+            with tempfile.TemporaryDirectory(prefix="gpu_vecenv_cache_") as cache:
+                setup_probes[case.key] = {"cold": probe_setup(case, cache), "warm": probe_setup(case, cache)}
+            print(f"[set-up probe] {case.name}: {setup_probes[case.key]}", flush=True)
+
+    peers: dict[str, dict[str, Any]] = {}
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_step_"))
+    work.mkdir(parents=True, exist_ok=True)
+    if backend == "cuda" and args.peers:
+        for peer in ("warpdrive", "vmas"):
+            jobs = peer_jobs(cases, peer, backend)
+            if args.warpdrive_full_setup and peer == "warpdrive":
+                for job in jobs:
+                    job["full_setup"] = True
+            if jobs:
+                print(f"[{peer}] {len(jobs)} configurations in a worker process", flush=True)
+                peers[peer] = run_peer(peer, jobs, work, args.peer_timeout)
+    if backend == "cpu" and not args.no_baseline:
+        results = {}
+        for case in cases:
+            if "sync_reference" in case.peers and case.key not in results:
+                print(f"[SyncVectorEnv] {case.name}", flush=True)
+                results[case.key] = measure_sync_reference(case, timing, first_obs(case))
+        peers["sync_reference"] = {"results": results}
+
+    for case, row in zip(cases, rows, strict=True):
+        attach_peers(row, peers, case)
+        if case.key in setup_probes:
+            row["setup_probe"] = setup_probes[case.key]
+            row["setup_cold_s"] = setup_probes[case.key]["cold"].get("setup_s")
+            row["setup_warm_s"] = setup_probes[case.key]["warm"].get("setup_s")
+        evaluate_targets(row, case, bandwidth["GB_per_s"] * 1e9)
+    meta["wall_s"] = time.perf_counter() - started
+    meta["load_average_end"] = os.getloadavg()
+    if backend == "cpu":
+        import numba
+
+        meta["numba_threading_layer"] = numba.threading_layer()
+
+    table = text_tables(rows)
+    summary = markdown_summary(rows, meta)
+    header = (f"{meta['command']}\n{meta['date']}  {meta.get('device_name', meta['cpu_model'])}  "
+              f"copy bandwidth {bandwidth['GB_per_s']:.0f} GB/s  torch {meta['versions']['torch']}  "
+              f"numba-cuda {meta['versions']['numba-cuda']}  wall {meta['wall_s']:.0f} s\n")  # fmt: skip
+    print("\n" + header + "\n" + table)
+    if args.markdown:
+        print("\n" + summary)
+    if args.out:
+        peer_versions = {p: found["results"].pop("_versions", None) for p, found in peers.items()}
+        meta["peer_versions"] = peer_versions
+        document = {"meta": meta, "rows": rows, "peers": peers}
+        (args.out / "bench_step.json").write_text(json.dumps(document, indent=1, default=str))
+        (args.out / "bench_step.txt").write_text(header + "\n" + table + "\n")
+        if args.markdown:
+            (args.out / "bench_step.md").write_text(summary)
+        print(f"wrote {args.out}/bench_step.json, bench_step.txt" + (", bench_step.md" if args.markdown else ""))
+
+
+if __name__ == "__main__":
+    main()

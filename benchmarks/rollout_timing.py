@@ -1,0 +1,137 @@
+"""Timing of rollouts, shared by ``bench_step.py`` and its peer workers.
+
+On a GPU the device time of a region is read from two CUDA events on torch's
+current stream; on the CPU, where every call is synchronous, from the wall
+clock. Host time per call is the wall time of the call alone, taken in short
+bursts that the device's launch queue absorbs, so that it is not the device's
+pace that is measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_region(fn: Callable[[], object], repeats: int, device: torch.device) -> float:
+    """Seconds that ``repeats`` calls of ``fn`` take on ``device`` (CUDA events on a GPU, else the wall clock)."""
+    synchronize(device)
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(repeats):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return time.perf_counter() - t0
+
+
+def time_rollout(
+    step: Callable[[], object],
+    device: torch.device,
+    *,
+    warmup: int,
+    min_steps: int,
+    max_steps: int,
+    budget_s: float,
+) -> dict[str, float]:
+    """Time ``step`` (one rollout step: draw actions, step, reset what must be reset).
+
+    After ``warmup`` calls, one step and then a probe of up to 10 steps
+    estimate the step time; the timed run takes ``budget_s / estimate`` steps,
+    clamped to ``[min_steps, max_steps]``, but never more than three budgets'
+    worth. A single step that alone exceeds the budget is the measurement (for
+    peers that take seconds per step).
+
+    Returns ``steps``, ``seconds`` and ``ms_per_step``.
+    """
+    for _ in range(warmup):
+        step()
+    one_s = time_region(step, 1, device)
+    if one_s >= budget_s:
+        return {"steps": 1, "seconds": one_s, "ms_per_step": 1e3 * one_s}
+    probe_steps = int(min(10, max(1, 0.1 * budget_s / max(one_s, 1e-9))))
+    estimate = time_region(step, probe_steps, device) / probe_steps
+    steps = int(min(max_steps, max(min_steps, budget_s / max(estimate, 1e-9))))
+    steps = max(1, min(steps, int(3 * budget_s / max(estimate, 1e-9))))
+    seconds = time_region(step, steps, device)
+    return {"steps": steps, "seconds": seconds, "ms_per_step": 1e3 * seconds / steps}
+
+
+def host_us_per_call(
+    prepare: Callable[[], object], call: Callable[[object], object], device: torch.device, calls: int, burst: int = 50
+) -> float:
+    """Median over bursts of the wall time of ``call(prepare())``, the ``prepare`` part not counted, in µs.
+
+    The device is synchronized before each burst of ``burst`` calls only, so on a
+    GPU the calls queue work without waiting for it.
+    """
+    burst = max(1, min(burst, calls))
+    per_call = []
+    for _ in range(max(1, calls // burst)):
+        synchronize(device)
+        total = 0.0
+        for _ in range(burst):
+            arg = prepare()
+            t0 = time.perf_counter()
+            call(arg)
+            total += time.perf_counter() - t0
+        per_call.append(total / burst)
+    synchronize(device)
+    return 1e6 * statistics.median(per_call)
+
+
+def device_us_per_launch(launch: Callable[[], object], device: torch.device, repeats: int) -> float:
+    """Median device time of one ``launch()`` in µs.
+
+    On a GPU each launch is recorded between two events behind a device-side
+    sleep (``torch.cuda._sleep``), so the stream is busy while the host enqueues
+    the launch and the events time the launch's device work only. On the CPU:
+    the median wall time of a call.
+    """
+    samples = []
+    if device.type == "cuda":
+        synchronize(device)
+        pairs = []
+        for _ in range(repeats):
+            torch.cuda._sleep(2_000_000)  # about a millisecond: longer than the host needs to enqueue one launch
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            launch()
+            end.record()
+            pairs.append((start, end))
+        synchronize(device)
+        samples = [1e3 * start.elapsed_time(end) for start, end in pairs]
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            launch()
+            samples.append(1e6 * (time.perf_counter() - t0))
+    return statistics.median(samples)
+
+
+def copy_bandwidth(device: torch.device, repeats: int = 20) -> dict[str, float]:
+    """Device-to-device copy bandwidth of a large float32 tensor, counting bytes read plus bytes written.
+
+    1 GiB on a GPU, 64 MiB on the CPU; random contents; the median of ``repeats`` copies.
+    """
+    numel = (1 << 28) if device.type == "cuda" else (1 << 24)
+    src = torch.rand(numel, device=device)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    seconds = statistics.median(time_region(lambda: dst.copy_(src), 1, device) for _ in range(repeats))
+    moved = 2 * src.numel() * src.element_size()
+    return {"bytes": moved, "seconds": seconds, "GB_per_s": moved / seconds / 1e9}

@@ -1,0 +1,41 @@
+"""The rollout benchmark runs end to end on the CPU and writes numbers that hang together."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "quick", "--backend", "cpu",
+               "--peers", "--markdown", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    result = json.loads((tmp_path / "bench_step.json").read_text())
+    assert result["meta"]["backend"] == "cpu" and result["meta"]["copy_bandwidth"]["GB_per_s"] > 0
+    rows = result["rows"]
+    assert {(r["obs"], r["copy"]) for r in rows} == {("K=3", True), ("full", False)}
+    for row in rows:
+        steps_per_s = 1e3 / row["ms_per_step"]
+        assert row["game_steps_per_s"] == pytest.approx(row["games"] * steps_per_s)
+        assert row["agent_steps_per_s"] == pytest.approx(row["game_steps_per_s"] * row["agents"])
+        assert row["host_us"] > 0 and row["kernel_us"] > 0 and row["setup_s"] > 0
+        moved = row["bytes"]
+        # The kernel reads and writes the state, reads the actions and writes the outputs, observations included.
+        assert moved["kernel"] > 2 * moved["state"] + moved["outputs"] > moved["obs"] > 0
+        assert moved["copy"] == (2 * moved["outputs"] if row["copy"] else 0)
+        baseline = row["sync_reference"]
+        # SyncVectorEnv over the numpy reference starts the same games from the same seeds.
+        assert baseline["max_abs_diff_first_obs"] < 1e-6
+        assert row["x_sync_reference"] == pytest.approx(baseline["ms_per_step"] / row["ms_per_step"])
+        assert "warpdrive" not in row and "vmas" not in row  # GPU peers: not run on the CPU backend
+    table = (tmp_path / "bench_step.txt").read_text()
+    assert "quick 2+5 K=3" in table and "quick 1+3 full" in table
+    assert "| 2+5 K=3 | 4 | True |" in (tmp_path / "bench_step.md").read_text()
