@@ -142,6 +142,12 @@ class EnvDefinition:
             rewards, game_over)``, ``observe() -> obs``, ``get_state()`` and
             ``set_state(state)`` over arrays named as the state arrays (plus
             ``t``), one entry per agent.
+        render: a hook ``(state, **render_options) -> frames`` that draws
+            ``render_mode="rgb_array"`` frames. ``state`` holds numpy copies
+            of the named state arrays (as ``GpuVectorEnv.state`` names them)
+            of the games to draw, the games axis having one entry per drawn
+            game; it returns uint8 frames ``(games, H, W, 3)``. ``None``: the
+            env cannot render.
         cuda_kernel: the expert's escape hatch: a hand-written
             ``numba.cuda.jit`` kernel used instead of the generated one. It
             takes the generated kernel's arguments
@@ -168,6 +174,7 @@ class EnvDefinition:
     reset_options: ResetOptionsHook | None = None
     setup: Callable[[Mapping[str, torch.Tensor]], None] | None = None
     reference: Any = None
+    render: Callable[..., Any] | None = None
     cuda_kernel: Any = None
 
     def __post_init__(self) -> None:

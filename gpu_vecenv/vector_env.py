@@ -27,6 +27,7 @@ from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
 from gpu_vecenv.outputs import OutputArena
 from gpu_vecenv.reference_backend import ReferenceBackend
+from gpu_vecenv.rendering import game_indices, state_of_games, tile_frames
 from gpu_vecenv.shared import SIMULATOR
 
 _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
@@ -140,6 +141,8 @@ class GpuVectorEnv(VectorEnv):
         self.metadata = {"autoreset_mode": mode, "render_modes": ["rgb_array"]}
         self.autoreset_mode = mode
         self.render_mode = render_mode
+        self.render_games: int | list[int] = [0]  # the games render() draws, tiled; see render()
+        self.render_options: dict[str, Any] = {}  # keyword arguments of the env's render hook
         self.copy = bool(copy)
         self.strict = bool(strict)
         self.max_episode_steps = max_episode_steps
@@ -464,10 +467,25 @@ class GpuVectorEnv(VectorEnv):
             infos["_final_info"] = out.done
         return out.obs, out.rewards, out.terminated, out.truncated, infos
 
-    def render(self) -> None:
+    def render(self) -> np.ndarray | None:
+        """With ``render_mode="rgb_array"``, one uint8 image ``(H, W, 3)`` of the games in ``render_games``.
+
+        ``render_games`` (default ``[0]``) is a game index or a list of them;
+        several games are tiled row by row in a grid of ``ceil(sqrt(n))``
+        columns (:func:`gpu_vecenv.rendering.tile_frames`). The env's
+        ``render`` hook draws each game from a host copy of its state (one
+        device-to-host transfer per call), with ``render_options`` as keyword
+        arguments. Returns ``None`` when ``render_mode`` is ``None``.
+        """
         if self.render_mode is None:
             return None
-        raise NotImplementedError(f"{self.definition.name}: render_mode={self.render_mode!r} is not implemented yet")
+        self._check_open()
+        name = self.definition.name
+        if self.definition.render is None:
+            raise NotImplementedError(f"{name}: this env's definition has no render hook; it cannot draw frames")
+        games = game_indices(self.render_games, self.num_games, name)
+        state = state_of_games(self._layout, self._buffers, games)
+        return tile_frames(self.definition.render(state, **self.render_options), name)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Release every buffer; the memory returns to torch's allocator."""

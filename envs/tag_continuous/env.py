@@ -13,6 +13,7 @@ import torch
 from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
+from envs.tag_continuous.render import draw_games
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -92,6 +93,7 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         reset_options=_apply_reset_options(n, float(np.float32(config.grid_length))),
         setup=setup,
         reference=partial(TagReference, config),
+        render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
     )
 
 
