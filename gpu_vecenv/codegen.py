@@ -93,6 +93,19 @@ class _Writer:
                 yield
 
     @contextmanager
+    def entries(self, obs_dim: int, order_bit: int | None = None) -> Iterator[None]:
+        """Every observation entry ``(a, i)`` of the game; on the GPU consecutive threads take consecutive entries."""
+        if self.target == "cuda":
+            with self.block(f"for e in range(tid, num_agents * {obs_dim}, nthreads):"):
+                self.line(f"a = e // {obs_dim}")
+                self.line(f"i = e - a * {obs_dim}")
+                yield
+        else:
+            with self.agents(order_bit):
+                with self.block(f"for i in range({obs_dim}):"):
+                    yield
+
+    @contextmanager
     def once(self) -> Iterator[None]:
         if self.target == "cuda":
             with self.block("if tid == 0:"):
@@ -120,10 +133,14 @@ def _phase_imports(definition: EnvDefinition) -> tuple[list[str], dict[int, str]
     return lines, aliases
 
 
-def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], order: list[Phase]) -> None:
+def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], order: list[Phase],
+                obs_dim: int) -> None:  # fmt: skip
     for phase in phases:
         call = f"{aliases[id(phase.fn)]}({', '.join(phase.parameters)})"
-        if phase.per == "agent":
+        if phase.per == "entry":
+            with w.entries(obs_dim, order.index(phase)):
+                w.line(call)
+        elif phase.per == "agent":
             with w.agents(order.index(phase)):
                 w.line(call)
         else:
@@ -145,23 +162,30 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     w.line("from numba import cuda")
     for text in imports:
         w.line(text)
+    if target == "cuda":
+        for text in params.module_lines():
+            w.line(text)
     w.line("")
     if target == "cuda":
         w.line("@cuda.jit(cache=True)")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({KERNEL_ARGS}):"):
-        for text in params.source_lines():
+        for text in params.source_lines(literal=target == "cuda"):
             w.line(text)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out", "final_active_out")):
             w.line(f"{name} = flags[{i}]")
         if target == "cuda":
+            for arr in definition.scratch:
+                w.line(f"{arr.name} = cuda.local.array({arr.length}, numba.{arr.dtype})")
             w.line("g = cuda.blockIdx.x")
             w.line("tid = cuda.threadIdx.x")
             w.line("nthreads = cuda.blockDim.x")
             _game_body(w, definition, aliases)
         else:
             with w.block("for g in numba.prange(game_i64.shape[1]):"):
+                for arr in definition.scratch:
+                    w.line(f"{arr.name} = np.empty({arr.length}, np.{arr.dtype})")
                 _game_body(w, definition, aliases)
     return "\n".join(w.lines) + "\n"
 
@@ -185,7 +209,7 @@ def _reset_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) 
         w.line("truncated[g] = 0")
         w.line("pending_reset[g] = 0")
     w.barrier()
-    _run_phases(w, definition.reset_phases, aliases, list(definition.all_phases))
+    _run_phases(w, definition.reset_phases, aliases, list(definition.all_phases), definition.obs_dim)
 
 
 def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -> None:
@@ -201,11 +225,11 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
         called = f"op == {OP_RESET} and pending == {PENDING_RESET_CALL}"
         with w.block(f"if ({called}) or (op == {OP_STEP} and {autoreset}):"):
             _reset_body(w, definition, aliases)
-        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
         _write_outputs(w, definition, "False", "False", zero_rewards=True)
     with w.block(f"elif (was_term or was_trunc) and autoreset_mode == {DISABLED}:"):
         # A finished game that was not reset stays frozen: same state, zero reward.
-        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
         _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)
     with w.block("else:"):
         with w.agents():
@@ -223,9 +247,9 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
         with w.once():
             w.line("t[g] += 1")
         w.barrier()
-        _run_phases(w, definition.update_phases, aliases, list(definition.all_phases))
-        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
-        _run_phases(w, definition.reward_phases, aliases, list(definition.all_phases))
+        _run_phases(w, definition.update_phases, aliases, list(definition.all_phases), definition.obs_dim)
+        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
+        _run_phases(w, definition.reward_phases, aliases, list(definition.all_phases), definition.obs_dim)
         with w.once():
             with w.block("if max_episode_steps > 0 and t[g] >= max_episode_steps:"):
                 w.line("truncated[g] = 1")
@@ -239,8 +263,9 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
             w.line("done_out[g, a] = is_done")
             with w.block(f"if autoreset_mode == {SAME_STEP}:"):
                 w.line("final_active_out[g, a] = active_out[g, a] and is_done")
-                with w.block("for i in range(obs.shape[2]):"):
-                    w.line("final_obs[g, a, i] = obs[g, a, i] if is_done else np.float32(0.0)")
+        with w.block(f"if autoreset_mode == {SAME_STEP}:"):
+            with w.entries(definition.obs_dim):
+                w.line("final_obs[g, a, i] = obs[g, a, i] if is_done else np.float32(0.0)")
         with w.block("if is_done:"):
             with w.block(f"if autoreset_mode == {NEXT_STEP}:"):
                 with w.once():
@@ -248,7 +273,7 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
             with w.block(f"elif autoreset_mode == {SAME_STEP}:"):
                 w.barrier()
                 _reset_body(w, definition, aliases)
-                _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases))
+                _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
                 # Gymnasium: the infos of a game reset within the step are its reset infos.
                 with w.agents():
                     active = f"{definition.active}[g, a] != 0" if definition.active else "True"

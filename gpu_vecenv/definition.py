@@ -18,6 +18,11 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
   agent arrays; a game phase runs once per game. Phases run in order, with a
   barrier between consecutive phases, so a phase sees everything the phases
   before it wrote, for every agent of its game.
+* an observation phase may also run once per observation entry
+  (``Phase(fn, per="entry")``, parameters ``g``, ``a`` and ``i``), writing only
+  ``obs[g, a, i]``. On the GPU consecutive threads then write consecutive
+  addresses (coalesced stores), where a phase per agent writes its own row
+  (``obs_dim`` floats apart from its neighbour's).
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
@@ -26,6 +31,7 @@ Names the framework provides to every phase:
 
 ========================  =====================================================
 ``g``, ``a``              game index, agent index (int)
+``i``                     observation entry index (int; entry phases only)
 ``num_agents``            agents per game (int64)
 ``t``                     per-game step counter, ``t[g]`` (int64); the step
                           increments it before ``update_phases`` run
@@ -54,6 +60,7 @@ import torch
 
 AgentDType = Literal["float32", "int32"]
 Scope = Literal["agent", "game"]
+PhaseScope = Literal["agent", "game", "entry"]
 
 FRAMEWORK_GAME_ARRAYS = ("seed", "episode", "t", "terminated", "truncated", "pending_reset")
 FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
@@ -87,10 +94,10 @@ class StateArray:
 
 @dataclass(frozen=True)
 class Phase:
-    """A shared function run once per agent (``per="agent"``) or once per game."""
+    """A shared function run once per agent (``per="agent"``), once per game, or once per observation entry."""
 
     fn: Callable[..., Any]
-    per: Scope = "agent"
+    per: PhaseScope = "agent"
 
     @property
     def name(self) -> str:
@@ -148,6 +155,13 @@ class EnvDefinition:
             of the games to draw, the games axis having one entry per drawn
             game; it returns uint8 frames ``(games, H, W, 3)``. ``None``: the
             env cannot render.
+        scratch: per-call scratch arrays, each 1-D of ``length`` values of
+            ``dtype`` and indexed ``name[k]``, private to one call of an
+            agent phase: what a call finds there when it starts is undefined.
+            On the GPU they live in the thread's local memory (write-back
+            cached), unlike state arrays, whose stores go through to L2, so a
+            phase that rereads what it just wrote (a sorted insertion, say)
+            keeps that work in the cache. Sizes are fixed per configuration.
         cuda_kernel: the expert's escape hatch: a hand-written
             ``numba.cuda.jit`` kernel used instead of the generated one. It
             takes the generated kernel's arguments
@@ -176,6 +190,7 @@ class EnvDefinition:
     reference: Any = None
     render: Callable[..., Any] | None = None
     cuda_kernel: Any = None
+    scratch: tuple[StateArray, ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -227,10 +242,24 @@ class EnvDefinition:
             match = [a for a in self.state if a.name == self.active]
             if not match or match[0].per != "agent" or match[0].dtype != "int32" or match[0].length != 1:
                 raise ValueError(f"{where}: active={self.active!r} must name an int32 agent array of length 1")
+        for arr in self.scratch:
+            if not arr.name.isidentifier() or arr.name in seen or arr.name in self.constants \
+                    or arr.name in FRAMEWORK_NAMES:  # fmt: skip
+                raise ValueError(f"{where}: scratch array {arr.name!r} is no identifier or clashes with another name")
+            if arr.dtype not in _DTYPES or arr.length < 1:
+                raise ValueError(
+                    f"{where}: scratch array {arr.name!r} needs a dtype of {_DTYPES} and length >= 1, "
+                    f"got {arr.dtype!r} and {arr.length}"
+                )
+            seen.add(arr.name)
         known = seen | set(self.constants) | FRAMEWORK_NAMES
         for phase in self.all_phases:
-            if phase.per not in ("agent", "game"):
-                raise ValueError(f"{where}: phase {phase.name!r} has per={phase.per!r}; expected 'agent' or 'game'")
+            if phase.per not in ("agent", "game", "entry"):
+                raise ValueError(
+                    f"{where}: phase {phase.name!r} has per={phase.per!r}; expected 'agent', 'game' or 'entry'"
+                )
+            if phase.per == "entry" and phase not in self.observe_phases:
+                raise ValueError(f"{where}: phase {phase.name!r} has per='entry', which only observe phases may have")
             module = getattr(phase.fn, "__module__", None)
             qualname = getattr(phase.fn, "__qualname__", "")
             if not module or "<locals>" in qualname:
@@ -238,7 +267,7 @@ class EnvDefinition:
                     f"{where}: phase {phase.name!r} must be a module-level function (the kernel imports it by name)"
                 )
             for p in phase.parameters:
-                if p not in known:
+                if p not in known and not (p == "i" and phase.per == "entry"):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} takes parameter {p!r}, which is no state array, "
                         f"constant or framework name; known names: {sorted(known)}"

@@ -97,12 +97,17 @@ class ParamLayout:
     values follow. ``params_f32`` holds the float scalar constants, then the
     float array constants.
 
-    The kernel reads rows, starts and lengths at run time, so its source
+    The CPU kernel reads rows, starts and lengths at run time, so its source
     depends on the names and kinds of arrays and constants only: configurations
-    that differ in sizes (``K``, table lengths) share one compiled kernel.
+    that differ in sizes (``K``, table lengths) share one compiled function. The
+    CUDA kernel has them as literals (:meth:`source_lines` with ``literal=True``):
+    the compiler then folds the addresses and loop bounds, which frees registers
+    (146 -> see ``benchmarks/NOTES.md``), at one compilation per configuration.
     """
 
     FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order")
+    # Per-instance settings: read at run time even by a kernel specialized to its configuration.
+    RUNTIME = ("autoreset_mode", "max_episode_steps", "agent_order")
 
     def __init__(self, definition: EnvDefinition) -> None:
         self.definition = definition
@@ -124,12 +129,9 @@ class ParamLayout:
             header += [f"start:{name}", f"len:{name}"]
         self.index = {key: i for i, key in enumerate(header)}
 
-    def pack(
-        self, autoreset_mode: int, max_episode_steps: int, device: torch.device
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``(params_f32, params_i64)`` tensors for one env instance."""
+    def _values(self, autoreset_mode: int, max_episode_steps: int) -> dict[str, int]:
+        """The value of every integer header entry except the array constants' starts and lengths."""
         d = self.definition
-        i64: list[int] = [0] * len(self.index)
         values: dict[str, int] = {
             "num_agents": d.num_agents,
             "autoreset_mode": autoreset_mode,
@@ -140,6 +142,18 @@ class ParamLayout:
         for name, slot in self.state.slots.items():
             values[f"row:{name}"] = slot.row
             values[f"len:{name}"] = slot.length
+        for key in self.index:
+            if key not in values and ":" not in key:
+                values[key] = int(d.constants[key])
+        return values
+
+    def pack(
+        self, autoreset_mode: int, max_episode_steps: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``(params_f32, params_i64)`` tensors for one env instance."""
+        d = self.definition
+        i64: list[int] = [0] * len(self.index)
+        values = self._values(autoreset_mode, max_episode_steps)
         f32: list[float] = [float(d.constants[name]) for name in self._float_scalars]
         for name, array in self._arrays.items():
             target: list = f32 if array.dtype.kind == "f" else i64
@@ -147,12 +161,56 @@ class ParamLayout:
             values[f"len:{name}"] = array.size
             target.extend(array.tolist())
         for key, i in self.index.items():
-            i64[i] = int(values[key]) if key in values else int(d.constants[key])
+            i64[i] = int(values[key])
         f32_tensor = torch.tensor(f32 or [0.0], dtype=torch.float32)
         return f32_tensor.to(device), torch.tensor(i64, dtype=torch.int64).to(device)
 
-    def source_lines(self) -> list[str]:
-        """Kernel statements that bind every state array and constant to its name."""
+    def source_lines(self, literal: bool = False) -> list[str]:
+        """Kernel statements that bind every state array and constant to its name.
+
+        ``literal=False``: rows, sizes and constants are read from the two
+        parameter arrays at run time (one compiled kernel per env kind).
+        ``literal=True``: they are written into the source as literals (array
+        constants as module-level arrays, see :meth:`module_lines`), so the
+        compiler folds them; only the per-instance framework integers
+        (autoreset mode, ``max_episode_steps``, ``agent_order``) are still read
+        at run time. One compiled kernel per configuration.
+        """
+        if not literal:
+            return self._runtime_source_lines()
+        values = self._values(autoreset_mode=0, max_episode_steps=0)
+        lines = []
+        for name, slot in self.state.slots.items():
+            if slot.vector:
+                lines.append(f"{name} = {slot.buffer}[{slot.row} : {slot.row + slot.length}]")
+            else:
+                lines.append(f"{name} = {slot.buffer}[{slot.row}]")
+        for key, i in self.index.items():
+            if ":" in key:
+                continue
+            if key in self.RUNTIME:
+                lines.append(f"{key} = params_i64[{i}]")
+            else:
+                lines.append(f"{key} = {values[key]}")
+        for name in self._float_scalars:
+            lines.append(f"{name} = np.float32({float(np.float32(self.definition.constants[name]))!r})")
+        for name in self._arrays:
+            lines.append(f"{name} = _{name}")
+        return lines
+
+    def module_lines(self) -> list[str]:
+        """Module-level statements defining the array constants, for :meth:`source_lines` with ``literal=True``.
+
+        Numba freezes module-level numpy arrays into the compiled kernel as constants.
+        """
+        lines = []
+        for name, array in self._arrays.items():
+            dtype = "np.float32" if array.dtype.kind == "f" else "np.int64"
+            values = [float(np.float32(v)) for v in array] if array.dtype.kind == "f" else [int(v) for v in array]
+            lines.append(f"_{name} = np.array({values!r}, dtype={dtype})")
+        return lines
+
+    def _runtime_source_lines(self) -> list[str]:
         lines = []
         for name, slot in self.state.slots.items():
             r = self.index[f"row:{name}"]

@@ -37,15 +37,13 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         StateArray("agent_type", "int32"),
         StateArray("tagged_by", "int32"),
     ]
+    # Observations are written one entry per thread (per="entry"): neighbouring threads, neighbouring addresses.
     if config.use_full_observation:
-        observe = Phase(sim.observe_all)
+        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry"),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
-        state += [
-            StateArray("nbr_d2", "float32", length=k, vector=True),
-            StateArray("nbr_id", "int32", length=k, vector=True),
-        ]
-        observe = Phase(sim.observe_nearest)
+        state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry"))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -64,7 +62,7 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         "turn_table": [float(v) for v in config.turn_table()],
         "episode_length": int(config.episode_length),
         "num_observed": int(config.num_observed),
-        "observe_own_type": int(config.observe_own_type),
+        "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
     }
     taggers = config.taggers
@@ -84,7 +82,7 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         state=tuple(state),
         constants=constants,
         update_phases=(Phase(sim.move),),
-        observe_phases=(observe,),
+        observe_phases=observe,
         reward_phases=(Phase(sim.tag_runners), Phase(sim.reward_taggers_and_survivors), Phase(sim.end_game, "game")),
         reset_phases=(Phase(sim.place_agent),),
         active="alive",
@@ -92,6 +90,10 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         reset_option_names=RESET_OPTIONS,
         reset_options=_apply_reset_options(n, float(np.float32(config.grid_length))),
         setup=setup,
+        # The running top-K list of the K-nearest search; only its ids are kept (nbr_id), for the observation.
+        scratch=()
+        if config.use_full_observation
+        else (StateArray("near_d2", "float32", length=k), StateArray("near_id", "int32", length=k)),
         reference=partial(TagReference, config),
         render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
     )

@@ -58,90 +58,108 @@ def move(g, a, action, acc_table, turn_table, x, y, speed, direction, accelerati
 
 
 @shared
-def write_features(obs, g, a, j, m, num_listed, x, y, speed, direction, acceleration, alive, agent_type,
-                   pos_scale, speed_scale, dir_scale, relative):  # fmt: skip
-    """Agent ``j`` as the ``m``-th listed agent of ``a``'s observation (feature-major).
+def relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale, speed_scale,
+                     dir_scale, relative):  # fmt: skip
+    """Feature ``f`` (0-6) of agent ``j`` as seen by agent ``a``.
 
     With ``relative`` False the five relative features are zero (the observer
-    is out of the game); type and alive are always written.
+    is out of the game); type and alive are always given.
     """
-    if relative:
-        obs[g, a, m] = (x[g, j] - x[g, a]) * pos_scale
-        obs[g, a, num_listed + m] = (y[g, j] - y[g, a]) * pos_scale
-        obs[g, a, 2 * num_listed + m] = (speed[g, j] - speed[g, a]) * speed_scale
-        obs[g, a, 3 * num_listed + m] = (acceleration[g, j] - acceleration[g, a]) * speed_scale
-        obs[g, a, 4 * num_listed + m] = (direction[g, j] - direction[g, a]) * dir_scale
-    else:
-        for f in range(5):
-            obs[g, a, f * num_listed + m] = ZERO
-    obs[g, a, 5 * num_listed + m] = np.float32(agent_type[g, j])
-    obs[g, a, 6 * num_listed + m] = np.float32(alive[g, j])
+    if f >= 5:
+        return np.float32(agent_type[g, j]) if f == 5 else np.float32(alive[g, j])
+    if not relative:
+        return ZERO
+    if f == 0:
+        return (x[g, j] - x[g, a]) * pos_scale
+    if f == 1:
+        return (y[g, j] - y[g, a]) * pos_scale
+    if f == 2:
+        return (speed[g, j] - speed[g, a]) * speed_scale
+    if f == 3:
+        return (acceleration[g, j] - acceleration[g, a]) * speed_scale
+    return (direction[g, j] - direction[g, a]) * dir_scale
 
 
 @shared
-def write_tail(obs, g, a, num_listed, t, episode_length, alive, agent_type, observe_own_type):
-    """The entries after the listed agents: time, then (optionally) the agent's own type."""
-    tail = 7 * num_listed
-    obs[g, a, tail] = np.float32(t[g]) / np.float32(episode_length) if alive[g, a] != 0 else ZERO
-    if observe_own_type != 0:
-        obs[g, a, tail + 1] = np.float32(agent_type[g, a])
+def tail_entry(k, g, a, t, episode_length, alive, agent_type):
+    """Entry ``k`` after the listed agents: 0 the time, 1 (with ``observe_own_type``) the agent's own type."""
+    if k == 0:
+        return np.float32(t[g]) / np.float32(episode_length) if alive[g, a] != 0 else ZERO
+    return np.float32(agent_type[g, a])
 
 
 @shared
-def observe_all(g, a, obs, num_agents, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
-                pos_scale, speed_scale, dir_scale, t, episode_length, observe_own_type):  # fmt: skip
-    """Full observation: every other agent, in id order."""
-    relative = alive[g, a] != 0
-    m = 0
-    for j in range(num_agents):
-        if j != a:
-            write_features(obs, g, a, j, m, num_observed, x, y, speed, direction, acceleration, alive,
-                           agent_type, pos_scale, speed_scale, dir_scale, relative)  # fmt: skip
-            m += 1
-    write_tail(obs, g, a, num_observed, t, episode_length, alive, agent_type, observe_own_type)
+def observe_all(g, a, i, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """Full observation, entry ``i``: every other agent in id order, feature-major, then the tail."""
+    tail = 7 * num_observed
+    if i >= tail:
+        obs[g, a, i] = tail_entry(i - tail, g, a, t, episode_length, alive, agent_type)
+        return
+    f = i // num_observed
+    m = i - f * num_observed
+    j = m if m < a else m + 1
+    obs[g, a, i] = relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                                    speed_scale, dir_scale, alive[g, a] != 0)  # fmt: skip
 
 
 @shared
-def observe_nearest(g, a, obs, num_agents, num_observed, x, y, speed, direction, acceleration, alive,
-                    agent_type, nbr_d2, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length,
-                    observe_own_type):  # fmt: skip
-    """Partial observation: the K nearest alive others, nearest first, ties to the lower id.
+def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, nbr_id):
+    """The K nearest alive others of agent ``a``, nearest first, ties to the lower id, into ``nbr_id[:, g, a]``.
 
-    ``nbr_d2[k, g, a]`` / ``nbr_id[k, g, a]`` hold agent ``a``'s running
-    top-K list (its own slots only), kept sorted by insertion.
+    The running top-K list is kept sorted by insertion in the scratch arrays
+    ``near_d2`` / ``near_id``; empty places get id -1 (fewer than K alive, or
+    ``a`` itself out of the game).
     """
     k_max = num_observed
     found = 0
     if alive[g, a] != 0:
+        xa = x[g, a]
+        ya = y[g, a]
+        worst = FAR  # the K-th distance once the list is full: most candidates stop at this test
         for j in range(num_agents):
             if j == a or alive[g, j] == 0:
                 continue
-            dx = x[g, j] - x[g, a]
-            dy = y[g, j] - y[g, a]
+            dx = x[g, j] - xa
+            dy = y[g, j] - ya
             d2 = dx * dx + dy * dy
-            if found == k_max and d2 >= nbr_d2[k_max - 1, g, a]:
+            if d2 >= worst:
                 continue
             m = found if found < k_max else k_max - 1
-            while m > 0 and nbr_d2[m - 1, g, a] > d2:
-                nbr_d2[m, g, a] = nbr_d2[m - 1, g, a]
-                nbr_id[m, g, a] = nbr_id[m - 1, g, a]
+            while m > 0 and near_d2[m - 1] > d2:
+                near_d2[m] = near_d2[m - 1]
+                near_id[m] = near_id[m - 1]
                 m -= 1
-            nbr_d2[m, g, a] = d2
-            nbr_id[m, g, a] = j
+            near_d2[m] = d2
+            near_id[m] = j
             if found < k_max:
                 found += 1
+            if found == k_max:
+                worst = near_d2[k_max - 1]
     for m in range(k_max):
-        if m < found:
-            write_features(obs, g, a, nbr_id[m, g, a], m, k_max, x, y, speed, direction, acceleration, alive,
-                           agent_type, pos_scale, speed_scale, dir_scale, True)  # fmt: skip
-        else:
-            for f in range(7):
-                obs[g, a, f * k_max + m] = ZERO
-    write_tail(obs, g, a, k_max, t, episode_length, alive, agent_type, observe_own_type)
+        nbr_id[m, g, a] = near_id[m] if m < found else -1
 
 
 @shared
-def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, num_agents, tag_radius,
+def observe_nearest(g, a, i, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type, nbr_id,
+                    pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """Partial observation, entry ``i``: the listed nearest agents (zeros for empty places), then the tail."""
+    tail = 7 * num_observed
+    if i >= tail:
+        obs[g, a, i] = tail_entry(i - tail, g, a, t, episode_length, alive, agent_type)
+        return
+    f = i // num_observed
+    m = i - f * num_observed
+    j = nbr_id[m, g, a]
+    if j < 0:
+        obs[g, a, i] = ZERO
+    else:
+        obs[g, a, i] = relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type,
+                                        pos_scale, speed_scale, dir_scale, True)  # fmt: skip
+
+
+@shared
+def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, tagger_ids, tag_radius,
                 step_penalty_for_tagger, step_reward_for_runner, tag_penalty_for_runner,
                 runner_exits_game_after_tagged):  # fmt: skip
     """Reward step 1-2 for agent ``a``: step rewards, and a runner checks whether its nearest tagger caught it.
@@ -158,10 +176,13 @@ def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, num_agents, t
     rewards[g, a] += step_reward_for_runner
     best = -1
     best_d2 = FAR
-    for j in range(num_agents):
-        if agent_type[g, j] == TAGGER and alive[g, j] != 0:
-            dx = x[g, j] - x[g, a]
-            dy = y[g, j] - y[g, a]
+    xa = x[g, a]
+    ya = y[g, a]
+    for n in range(tagger_ids.shape[0]):  # ascending ids, so ties go to the lower id
+        j = tagger_ids[n]
+        if alive[g, j] != 0:
+            dx = x[g, j] - xa
+            dy = y[g, j] - ya
             d2 = dx * dx + dy * dy
             if d2 < best_d2:
                 best = j
