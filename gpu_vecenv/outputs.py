@@ -1,19 +1,22 @@
-"""The output arena: every per-step output of an env in two buffers the kernel always writes.
+"""The output arena: every per-step output of an env in one byte buffer the kernel always writes.
 
-``floats`` (1-D float32) holds ``obs`` ``(games, agents, obs_dim)``, then
+The buffer holds, as float32, ``obs`` ``(games, agents, obs_dim)``, then
 ``rewards`` ``(games, agents)``, then, in SAME_STEP mode, ``final_obs`` like
-``obs``. ``flags`` (uint8, ``(5, games, agents)``) holds terminated,
+``obs``; then, as uint8, the flags ``(5, games, agents)``: terminated,
 truncated, active, done and (SAME_STEP) the final step's active.
 
 Because the kernel writes the same memory at every launch, its views and its
 launch (a CUDA graph) are made once. Returning fresh tensors (``copy=True``)
-costs two device copies and a handful of view operations, no extra launch of
-the env's kernel.
+costs one device copy of the whole buffer into a never-reused slot, and no
+tensor operation besides: the slots and their views are made ahead, several
+at a time (one allocation and one ``unbind`` per output for all of them), since
+each torch view operation costs microseconds of host time per step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -28,14 +31,14 @@ class KernelOutputs:
     final_obs: torch.Tensor
 
 
-@dataclass(frozen=True)
-class SlotOutputs:
+class SlotOutputs(NamedTuple):
     """The arena (or a copy) as ``step`` returns it: slot-major shapes, ``num_envs = games * agents``.
 
     ``obs`` ``(num_envs, obs_dim)`` float32; ``rewards`` ``(num_envs,)``
-    float32; ``terminated``, ``truncated``, ``active``, ``done``,
-    ``final_active`` ``(num_envs,)`` bool; ``final_obs`` like ``obs`` in
-    SAME_STEP mode, else ``None``.
+    float32; ``terminated``, ``truncated``, ``active`` ``(num_envs,)`` bool;
+    in SAME_STEP mode ``final_obs`` like ``obs`` and ``done``,
+    ``final_active`` ``(num_envs,)`` bool, else ``None`` (a tuple, not a
+    dataclass: one is made per step, and each view costs host time).
     """
 
     obs: torch.Tensor
@@ -43,9 +46,15 @@ class SlotOutputs:
     terminated: torch.Tensor
     truncated: torch.Tensor
     active: torch.Tensor
-    done: torch.Tensor
-    final_active: torch.Tensor
+    done: torch.Tensor | None
+    final_active: torch.Tensor | None
     final_obs: torch.Tensor | None
+
+
+# Fresh copies are made ahead in batches of at most this many slots, and this many bytes: a tensor kept
+# from a batch keeps the whole batch's memory alive.
+_BATCH_SLOTS = 64
+_BATCH_BYTES = 8 << 20
 
 
 class OutputArena:
@@ -55,35 +64,59 @@ class OutputArena:
         self.num_envs = num_games * num_agents
         self.obs_dim = obs_dim
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
-        self.floats = torch.empty(sum(self._split), dtype=torch.float32, device=device)
-        self.flags = torch.zeros((5, num_games, num_agents), dtype=torch.uint8, device=device)
-        parts = torch.split(self.floats, self._split)
+        self._float_bytes = 4 * sum(self._split)
+        flag_bytes = 5 * self.num_envs
+        # Rounded up to whole float32 words, so that a byte row can be viewed as float32 as a whole.
+        self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
+        self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        floats = self.buffer[: self._float_bytes].view(torch.float32)
+        flags = self.buffer[self._float_bytes : self._float_bytes + flag_bytes].view(5, num_games, num_agents)
+        parts = torch.split(floats, self._split)
         placeholder = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
         self.kernel = KernelOutputs(
             obs=parts[0].view(num_games, num_agents, obs_dim),
             rewards=parts[1].view(num_games, num_agents),
-            flags=self.flags,
+            flags=flags,
             final_obs=parts[2].view(num_games, num_agents, obs_dim) if final_obs else placeholder,
         )
-        self._own = self._slot_views(self.floats, self.flags)
+        self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
+        self._batch = max(1, min(_BATCH_SLOTS, _BATCH_BYTES // self.nbytes))
+        self._fresh_rows: tuple[torch.Tensor, ...] = ()
+        self._fresh: list[SlotOutputs] = []
+        self._next = 0
 
-    def _slot_views(self, floats: torch.Tensor, flags: torch.Tensor) -> SlotOutputs:
-        parts = torch.split(floats, self._split)
-        terminated, truncated, active, done, final_active = flags.view(torch.bool).view(5, self.num_envs).unbind(0)
-        return SlotOutputs(
-            obs=parts[0].view(self.num_envs, self.obs_dim),
-            rewards=parts[1],
-            terminated=terminated,
-            truncated=truncated,
-            active=active,
-            done=done,
-            final_active=final_active,
-            final_obs=parts[2].view(self.num_envs, self.obs_dim) if len(parts) > 2 else None,
-        )
+    def _slot_views(self, rows: torch.Tensor) -> list[SlotOutputs]:
+        """The outputs of every row of ``rows`` (``(count, nbytes)`` uint8), made with one ``unbind`` each."""
+        count, n, d = rows.shape[0], self.num_envs, self.obs_dim
+        floats = rows.view(torch.float32)
+        flags = rows[:, self._float_bytes :].view(torch.bool)
+        obs = floats[:, : n * d].view(count, n, d).unbind(0)
+        rewards = floats[:, n * d : n * d + n].unbind(0)
+        terminated, truncated, active = (flags[:, k * n : (k + 1) * n].unbind(0) for k in range(3))
+        if len(self._split) == 2:
+            return [
+                SlotOutputs(obs[i], rewards[i], terminated[i], truncated[i], active[i], None, None, None)
+                for i in range(count)
+            ]
+        done, final_active = (flags[:, k * n : (k + 1) * n].unbind(0) for k in (3, 4))
+        final_obs = floats[:, n * d + n : 2 * n * d + n].view(count, n, d).unbind(0)
+        return [
+            SlotOutputs(
+                obs[i], rewards[i], terminated[i], truncated[i], active[i], done[i], final_active[i], final_obs[i]
+            )  # fmt: skip
+            for i in range(count)
+        ]
 
     def results(self, copy: bool) -> SlotOutputs:
         """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
-        return self._slot_views(self.floats.clone(), self.flags.clone()) if copy else self._own
-
-    def nbytes(self) -> int:
-        return self.floats.numel() * 4 + self.flags.numel()
+        if not copy:
+            return self._own
+        if self._next == len(self._fresh):
+            rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self.buffer.device)
+            self._fresh_rows = rows.unbind(0)
+            self._fresh = self._slot_views(rows)
+            self._next = 0
+        i = self._next
+        self._next += 1
+        self._fresh_rows[i].copy_(self.buffer)
+        return self._fresh[i]
