@@ -66,6 +66,7 @@ import gc
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -255,6 +256,11 @@ def step_bytes(env: Any) -> dict[str, int]:
             "kernel": 2 * state + params + actions + outputs, "copy": 2 * outputs if env.copy else 0}  # fmt: skip
 
 
+def strip_paths(text: str) -> str:
+    """``text`` with every absolute path cut to its last part (results files name no machine's folders)."""
+    return re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+([\w.+-]+)", r".../\1", text)
+
+
 def _kernel_modules() -> set[str]:
     return {name for name in sys.modules if name.startswith("gpu_vecenv_kernel_")}
 
@@ -357,7 +363,7 @@ def probe_setup(case: Case, cache: str) -> dict[str, Any]:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except Exception as exc:  # noqa: BLE001  (recorded in the results)
         tail = getattr(exc, "stderr", None) or (done.stderr if "done" in locals() else "")
-        return {"error": f"{type(exc).__name__}: {exc}", "stderr": str(tail)[-2000:]}
+        return {"error": strip_paths(f"{type(exc).__name__}: {exc}"), "stderr": strip_paths(str(tail)[-2000:])}
 
 
 def run_setup_probe(spec: str) -> None:
@@ -409,9 +415,12 @@ def run_peer(peer: str, jobs: list[dict[str, Any]], work: Path, timeout_s: float
             if status not in (0, 3):  # the worker died inside a job: blame the first job without a result
                 results[missing[0]] = {"error": f"worker exited with status {status} (see {log_path.name})"}
                 results_path.write_text(json.dumps(results, indent=1))
-    log_tail = log_path.read_text()[-4000:]
+    log_tail = strip_paths(log_path.read_text()[-4000:])
     for job in jobs:
         results.setdefault(job["key"], {"error": f"no result within the peer time limit ({timeout_s:.0f} s)"})
+        for field in ("error", "traceback"):
+            if field in results[job["key"]]:
+                results[job["key"]][field] = strip_paths(results[job["key"]][field])
     return {"results": results, "log_tail": log_tail}
 
 
@@ -642,11 +651,10 @@ def main() -> None:
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": strip_paths(" ".join([Path(sys.executable).name, *sys.argv])),
         "backend": backend,
         "presets": presets,
         "timing": asdict(timing),
-        "kernel_cache": str(cache_dir()),
         **machine(device),
     }
     started = time.perf_counter()
