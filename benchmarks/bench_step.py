@@ -627,7 +627,7 @@ def main() -> None:
     parser.add_argument("--preset", nargs="+", choices=sorted(PRESETS), help="default: targets on cuda, cpu on cpu")
     parser.add_argument("--backend", choices=("cuda", "cpu"), help="default: cuda when available")
     parser.add_argument("--peers", action="store_true", help="also run WarpDrive and VMAS (GPU)")
-    parser.add_argument("--peer-timeout", type=float, default=300.0, help="seconds allowed to each peer's workers")
+    parser.add_argument("--peer-timeout", type=float, default=180.0, help="seconds allowed to each peer's workers")
     parser.add_argument(
         "--warpdrive-full-setup",
         action="store_true",
@@ -679,6 +679,7 @@ def main() -> None:
     peers: dict[str, dict[str, Any]] = {}
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_step_"))
     work.mkdir(parents=True, exist_ok=True)
+    report(cases, rows, peers, setup_probes, meta, started, args.out, args.markdown, final=False)
     if backend == "cuda" and args.peers:
         for peer in ("warpdrive", "vmas"):
             jobs = peer_jobs(cases, peer, backend)
@@ -695,7 +696,18 @@ def main() -> None:
                 print(f"[SyncVectorEnv] {case.name}", flush=True)
                 results[case.key] = measure_sync_reference(case, timing, first_obs(case))
         peers["sync_reference"] = {"results": results}
+    report(cases, rows, peers, setup_probes, meta, started, args.out, args.markdown, final=True)
 
+
+def report(cases: list[Case], rows: list[dict[str, Any]], peers: dict[str, dict[str, Any]],
+           setup_probes: dict[str, Any], meta: dict[str, Any], started: float, out: Path | None, markdown: bool,
+           final: bool) -> None:  # fmt: skip
+    """Ratios and targets for every row; the tables printed (final) and the files written.
+
+    Called once before the peers run (files marked ``"partial": true``, so that a run cut short by a
+    time limit still leaves our figures) and once at the end.
+    """
+    bandwidth = meta["copy_bandwidth"]
     for case, row in zip(cases, rows, strict=True):
         attach_peers(row, peers, case)
         if case.key in setup_probes:
@@ -703,9 +715,10 @@ def main() -> None:
             row["setup_cold_s"] = setup_probes[case.key]["cold"].get("setup_s")
             row["setup_warm_s"] = setup_probes[case.key]["warm"].get("setup_s")
         evaluate_targets(row, case, bandwidth["GB_per_s"] * 1e9)
+    meta["partial"] = not final
     meta["wall_s"] = time.perf_counter() - started
     meta["load_average_end"] = os.getloadavg()
-    if backend == "cpu":
+    if meta["backend"] == "cpu":
         import numba
 
         meta["numba_threading_layer"] = numba.threading_layer()
@@ -714,19 +727,21 @@ def main() -> None:
     summary = markdown_summary(rows, meta)
     header = (f"{meta['command']}\n{meta['date']}  {meta.get('device_name', meta['cpu_model'])}  "
               f"copy bandwidth {bandwidth['GB_per_s']:.0f} GB/s  torch {meta['versions']['torch']}  "
-              f"numba-cuda {meta['versions']['numba-cuda']}  wall {meta['wall_s']:.0f} s\n")  # fmt: skip
-    print("\n" + header + "\n" + table)
-    if args.markdown:
-        print("\n" + summary)
-    if args.out:
-        peer_versions = {p: found["results"].pop("_versions", None) for p, found in peers.items()}
-        meta["peer_versions"] = peer_versions
+              f"numba-cuda {meta['versions']['numba-cuda']}  wall {meta['wall_s']:.0f} s"
+              + ("" if final else "  (partial: before the peers)") + "\n")  # fmt: skip
+    if final:
+        print("\n" + header + "\n" + table)
+        if markdown:
+            print("\n" + summary)
+    if out:
+        meta["peer_versions"] = {p: found["results"].get("_versions") for p, found in peers.items()}
         document = {"meta": meta, "rows": rows, "peers": peers}
-        (args.out / "bench_step.json").write_text(json.dumps(document, indent=1, default=str))
-        (args.out / "bench_step.txt").write_text(header + "\n" + table + "\n")
-        if args.markdown:
-            (args.out / "bench_step.md").write_text(summary)
-        print(f"wrote {args.out}/bench_step.json, bench_step.txt" + (", bench_step.md" if args.markdown else ""))
+        (out / "bench_step.json").write_text(json.dumps(document, indent=1, default=str))
+        (out / "bench_step.txt").write_text(header + "\n" + table + "\n")
+        if markdown:
+            (out / "bench_step.md").write_text(summary)
+        if final:
+            print(f"wrote {out}/bench_step.json, bench_step.txt" + (", bench_step.md" if markdown else ""))
 
 
 if __name__ == "__main__":
