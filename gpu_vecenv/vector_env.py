@@ -253,14 +253,20 @@ class GpuVectorEnv(VectorEnv):
             return backend
         raise ValueError(f"{name}: backend must be 'auto', 'cuda', 'cpu' or 'reference', got {backend!r}")
 
+    def _output_bytes_per_game(self) -> int:
+        d = self.definition
+        per_agent_out = 4 * d.obs_dim * (2 if self.autoreset_mode is AutoresetMode.SAME_STEP else 1) + 4 + 4
+        return d.num_agents * per_agent_out
+
     def memory_per_game(self) -> int:
         """Bytes of device memory one game takes: state, actions and one set of outputs."""
         d = self.definition
-        per_agent_out = 4 * d.obs_dim * (2 if self.autoreset_mode is AutoresetMode.SAME_STEP else 1) + 4 + 4
-        return self._layout.bytes_per_game() + d.num_agents * (per_agent_out + 8 * len(d.action_nvec))
+        return self._layout.bytes_per_game() + self._output_bytes_per_game() + d.num_agents * 8 * len(d.action_nvec)
 
     def _check_memory(self) -> None:
-        need = self.memory_per_game() * self.num_games
+        # With copy=True every step hands out a fresh set of outputs: room for one is needed besides the env's.
+        per_game = self.memory_per_game() + (self._output_bytes_per_game() if self.copy else 0)
+        need = per_game * self.num_games
         if self.device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(self.device)
         else:
@@ -268,7 +274,8 @@ class GpuVectorEnv(VectorEnv):
         if need > 0.9 * free:
             raise MemoryError(
                 f"{self.definition.name}: {self.num_games} games need about {need / 2**30:.2f} GiB "
-                f"({self.memory_per_game()} bytes per game) but only {free / 2**30:.2f} GiB is free on {self.device}"
+                f"({per_game} bytes per game{', with copy=True' if self.copy else ''}) but only "
+                f"{free / 2**30:.2f} GiB is free on {self.device}"
             )
 
     # -- seeding ----------------------------------------------------------------

@@ -444,8 +444,8 @@ BAD_CONSTRUCTIONS = [
     pytest.param(dict(num_envs=True), ValueError, GAMES_ERROR + "True", id="bool-games"),
     pytest.param(dict(num_envs=None), ValueError, GAMES_ERROR + "None", id="none-games"),
     pytest.param(dict(num_envs=10**9), MemoryError,
-                 r"WarpTag-v0: 1000000000 games need about .* GiB \(\d+ bytes per game\) but only .* GiB is free "
-                 r"on cpu", id="more-games-than-memory"),
+                 r"WarpTag-v0: 1000000000 games need about .* GiB \(\d+ bytes per game, with copy=True\) "
+                 r"but only .* GiB is free on cpu", id="more-games-than-memory"),
 ]  # fmt: skip
 
 
@@ -458,6 +458,21 @@ def test_bad_construction_is_refused_and_harms_no_live_env(kwargs, error, messag
     with pytest.raises(error, match=message):
         gym.make_vec("WarpTag-v0", **params)
     assert_unharmed(envs, twin)
+
+
+def test_the_memory_check_counts_the_fresh_outputs_of_copy_true(monkeypatch):
+    """copy=True hands out a new set of outputs at every step, so it needs room for one more set."""
+    probe = make(copy=False).unwrapped
+    games = 50
+    env_bytes = probe.memory_per_game() * games
+    outputs = probe.num_agents * (4 * probe.definition.obs_dim + 8) * games
+    # 0.9 of what is "free" lies between what copy=False and copy=True need.
+    pages = int((env_bytes + outputs / 2) / 0.9 / 4096)
+    monkeypatch.setattr("gpu_vecenv.vector_env.os.sysconf", {"SC_AVPHYS_PAGES": pages, "SC_PAGE_SIZE": 4096}.get)
+    make(games=games, copy=False)
+    with pytest.raises(MemoryError, match=rf"50 games need about .* \({env_bytes // games + outputs // games} "
+                                          r"bytes per game, with copy=True\)"):  # fmt: skip
+        make(games=games, copy=True)
 
 
 def test_numpy_scalars_are_valid_parameters():
