@@ -46,7 +46,11 @@ Presets (``--preset``, several allowed):
   agent-step shows how the per-agent work grows with N; a fixed number of games
   would leave the GPU nearly idle at small N and measure launch overhead there.
 - ``cpu``: the CPU backend against ``SyncVectorEnv`` over the numpy reference
-  (``benchmarks/sync_reference.py``), same games and seeds.
+  (``benchmarks/sync_reference.py``), same games and seeds; run whenever ``--backend cpu``
+  (``--no-baseline`` skips it). On the CPU each row takes three timed windows (the
+  median is reported, and the best). With few cores, torch's and Numba's OpenMP threads
+  spin against each other unless ``OMP_WAIT_POLICY=passive`` is set (see
+  ``benchmarks/results/cpu_2026-12-03/README.md``).
 - ``quick``: tiny sizes, a few steps (smoke test).
 
 Peers (``--peers``, GPU only, each in a worker process, see ``benchmarks/peers.py``):
