@@ -1,5 +1,7 @@
 """render_mode="rgb_array": frames of chosen games, with taggers, runners and tagged runners at the right pixels.
 
+WarpCartPole-v1's frames are checked at the end, against the geometry of ``envs/cartpole/render.py``.
+
 The pixel mapping is documented in ``envs/tag_continuous/render.py``: with a
 5 x 5 arena drawn on 101 pixels there are exactly 20 pixels per unit, the
 arena's top-left pixel is (8, 8), and x grows to the right, y upwards. The
@@ -14,6 +16,8 @@ import pytest
 import torch
 
 import gpu_vecenv  # noqa: F401  (registers the envs)
+from envs.cartpole.render import BACKGROUND_COLOR as CART_BACKGROUND
+from envs.cartpole.render import CART_COLOR, POLE_COLOR, TRACK_COLOR
 from envs.tag_continuous.render import (
     ARENA_COLOR,
     BACKGROUND_COLOR,
@@ -156,3 +160,27 @@ def test_gpu_frame_equals_cpu_frame():
     for envs in (cpu, gpu):
         envs.step(NO_OP)
     assert np.array_equal(cpu.render(), gpu.render())
+
+
+# WarpCartPole-v1: a 300 x 200 frame, 62.5 pixels per metre, the track on row 150, the pivot on row 147.
+def cartpole_frame(x: float, theta: float) -> np.ndarray:
+    envs = gym.make_vec("WarpCartPole-v1", num_envs=1, device="cpu", render_mode="rgb_array")
+    envs.reset(seed=0)
+    envs.state["x"].fill_(x)  # the state views are live: writing them moves the cart
+    envs.state["theta"].fill_(theta)
+    return envs.render()
+
+
+def test_cartpole_cart_and_pole_are_drawn_where_the_state_says():
+    frame = cartpole_frame(1.2, 0.0)
+    assert frame.shape == (200, 300, 3) and frame.dtype == np.uint8
+    assert color(frame, (150, 225)) == CART_COLOR  # column 150 + 1.2 * 62.5
+    assert color(frame, (150, 150)) == TRACK_COLOR
+    assert color(frame, (100, 225)) == POLE_COLOR  # 47 pixels up the upright pole
+    assert color(frame, (100, 150)) == CART_BACKGROUND
+
+
+def test_cartpole_pole_leans_right_for_positive_theta():
+    frame = cartpole_frame(0.0, 0.2)
+    assert color(frame, (98, 160)) == POLE_COLOR  # 50 pixels along: row 147 - 50 cos 0.2, column 150 + 50 sin 0.2
+    assert color(frame, (98, 150)) == CART_BACKGROUND

@@ -9,6 +9,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from envs.cartpole import sim
 from envs.cartpole.reference import CartPoleReference
+from envs.cartpole.render import draw_games
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -39,6 +40,7 @@ def cartpole_definition() -> EnvDefinition:
         observation_space=cartpole_observation_space(),
         discrete_actions=True,
         reference=CartPoleReference,
+        render=draw_games,
     )
 
 
