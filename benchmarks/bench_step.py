@@ -182,7 +182,7 @@ def targets_preset() -> list[Case]:
 
 
 SCALE_TOTAL_AGENTS = 1 << 19
-SCALE_AGENTS = (10, 20, 50, 100, 200, 500, 1000, 2000, 4096)
+SCALE_AGENTS = (10, 30, 100, 300, 1000, 2000, 4096)
 WARPDRIVE_MAX_AGENTS = 1024  # one thread per agent, one block per game
 
 
