@@ -31,6 +31,6 @@ def shared(fn: F) -> F:
     if SIMULATOR:
         return fn
     try:
-        return numba.njit(cache=True)(fn)  # type: ignore[return-value]
+        return numba.njit(cache=True, inline="always")(fn)  # type: ignore[return-value]
     except RuntimeError:  # no file to cache next to (a notebook cell, exec'd code): compile per process
         return numba.njit(fn)  # type: ignore[return-value]
