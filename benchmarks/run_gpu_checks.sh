@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Run the GPU test suite, the quickstart and the host-overhead benchmark on a CUDA machine,
-# writing logs and JSON into the directory given (default: benchmarks/results/latest).
+# Run the consistency checker, the quickstart, the test suite (GPU tests included) and the
+# side-by-side throughput benchmark on a CUDA machine, writing logs and JSON into the directory
+# given (default: benchmarks/results/latest).
 #
 #   bash benchmarks/run_gpu_checks.sh [OUTDIR] [PYTEST_ARGS...]
+#
+# PYTEST_ARGS default to the whole suite on 8 worker processes (pytest-xdist); the benchmark
+# (benchmarks/bench_step.py --preset targets --peers) runs when BENCH_PRESETS is not empty.
 set -uo pipefail
 out=${1:-benchmarks/results/latest}
 shift || true
@@ -29,7 +33,15 @@ GPU_VECENV_CACHE_DIR=$(mktemp -d) python3 examples/quickstart.py --games 2000 --
     --json "$out/quickstart_cold_cache.json" 2>&1 | tee "$out/quickstart.txt"
 python3 examples/quickstart.py --json "$out/quickstart.json" 2>&1 | tee -a "$out/quickstart.txt"
 python3 examples/quickstart.py --no-copy --json "$out/quickstart_nocopy.json" 2>&1 | tee -a "$out/quickstart.txt"
-python3 benchmarks/bench_host.py --json "$out/bench_host.json" 2>&1 | tee "$out/bench_host.txt"
 start=$(date +%s)
-python3 -m pytest -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/pytest.txt"
-echo "pytest wall time: $(( $(date +%s) - start )) s" | tee -a "$out/pytest.txt"
+if [ $# -eq 0 ]; then set -- -n 8 tests; fi
+timeout "${PYTEST_SECONDS:-330}" python3 -m pytest -q -p no:cacheprovider -rs "$@" > "$out/pytest.txt" 2>&1
+echo "pytest exit status $?, wall time: $(( $(date +%s) - start )) s" >> "$out/pytest.txt"
+tail -5 "$out/pytest.txt"
+presets=${BENCH_PRESETS-targets}
+if [ -n "$presets" ]; then
+  timeout "${BENCH_SECONDS:-240}" python3 benchmarks/bench_step.py --preset $presets --peers --markdown \
+      --out "$out/bench" > "$out/bench_step.log" 2>&1
+  echo "bench_step exit status $?" >> "$out/bench_step.log"
+  tail -3 "$out/bench_step.log"
+fi
