@@ -3,6 +3,8 @@
     python examples/cleanrl_ppo_tag.py --device cuda --out runs/ppo_tag                  # two policies
     python examples/cleanrl_ppo_tag.py --device cuda --shared-policy --out runs/shared    # one policy, every slot
     python examples/cleanrl_ppo_tag.py --eval-only --checkpoint runs/ppo_tag/checkpoints/final.pt --out runs/eval
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+        torchrun --standalone --nproc_per_node=4 examples/cleanrl_ppo_tag.py --distributed --out runs/ppo_tag_4gpu
     tensorboard --logdir runs
 
 What stays on the device: the env (one kernel launch per step), the rollout
@@ -36,7 +38,22 @@ runners), 32 steps per rollout (3.5 M agent-samples), 2 epochs of 8
 minibatches per policy, 80 M game-steps; ``--time-budget-s`` caps the wall
 time.
 
-Counting: ``--num-envs`` is the number of games; a *game-step* is one step of
+Several GPUs (``--distributed``, started by ``torchrun``): every process
+steps its own shard of ``--num-envs // WORLD_SIZE`` games on its own device
+(``cuda:LOCAL_RANK``, or the CPU) and keeps its own rollout; the two
+policies are each wrapped in ``DistributedDataParallel`` (NCCL on GPUs, gloo
+on the CPU), which averages the gradients of every minibatch over the
+processes. The loss is the masked mean over *all* processes' minibatch
+samples (see :func:`ppo_loss`), so an update equals the single-process update
+on the combined minibatch. Game ``g`` of the whole run is game ``g - r *
+games_per_rank`` of rank ``r`` and has seed ``seed + g``, exactly as in one
+env of ``--num-envs`` games (the staggered start too). Only rank 0 writes
+outputs, prints and shows the progress bar; the logged episode statistics
+and losses are summed over the processes, the throughput is the sum of the
+processes' rates. Host-side decisions (the time budget, hence the learning
+rate) are rank 0's, broadcast over a gloo group without syncing the GPUs.
+
+Counting: ``--num-envs`` is the number of games (of all processes together); a *game-step* is one step of
 one game, an *agent-step* one step of one agent (``games x agents`` per env
 step). ``--total-timesteps`` counts game-steps. After training, the policies
 are evaluated against each other and against random play (see
@@ -44,13 +61,16 @@ are evaluated against each other and against random play (see
 
 Outputs under ``--out``: ``command.txt``, ``tb/`` (TensorBoard),
 ``checkpoints/`` (``iter_N.pt``, ``final.pt``), ``curves.json`` and
-``learning_curves.png``, ``evaluation.json``, ``summary.json`` (throughput).
+``learning_curves.png``, ``evaluation.json``, ``summary.json`` (throughput;
+with ``--distributed`` also one entry per process: device, games, first seed,
+its own rate and a hash of its final weights).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import math
 import os
@@ -63,6 +83,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 from gymnasium.vector import AutoresetMode
 from tqdm import tqdm
@@ -76,13 +97,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     flag = argparse.BooleanOptionalAction
     add("--exp-name", default="ppo_tag", help="name shown in the logs")
     add("--seed", type=int, default=1, help="seed of torch and of the games")
-    add("--device", default=None, help="'cuda', 'cuda:N' or 'cpu' (default: cuda if available)")
+    add("--device", default=None,
+        help="'cuda', 'cuda:N' or 'cpu' (default: cuda if available); with --distributed 'cuda' or 'cpu'")  # fmt: skip
+    add("--distributed", action="store_true",
+        help="data-parallel over the processes started by torchrun: a shard of the games and a GPU each")  # fmt: skip
     add("--out", default=None, help="output folder (default: runs/<exp-name>_<seed>_<time>)")
     add("--track-tensorboard", action=flag, default=True, help="write TensorBoard scalars under OUT/tb")
     add("--env-id", default="WarpTag-v0")
     add("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
         help="a WarpTag parameter, e.g. num_taggers=5 (repeatable; values are Python literals)")  # fmt: skip
-    add("--num-envs", type=int, default=1000, help="number of games stepped in parallel")
+    add("--num-envs", type=int, default=1000, help="number of games stepped in parallel (by all processes)")
     add("--num-steps", type=int, default=32, help="steps of every game per rollout")
     add("--total-timesteps", type=int, default=80_000_000, help="game-steps to train for")
     add("--time-budget-s", type=float, default=None,
@@ -118,6 +142,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.out = f"runs/{args.exp_name}_{args.seed}_{int(time.time())}"
     if args.eval_only and not args.checkpoint:
         p.error("--eval-only needs --checkpoint")
+    if args.distributed and args.eval_only:
+        p.error("--eval-only runs in one process; leave out --distributed")
+    if args.distributed and args.device not in ("cuda", "cpu"):
+        p.error(f"--distributed needs --device cuda (each process takes cuda:LOCAL_RANK) or cpu, got {args.device!r}")
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "log_every", "hidden_size"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -140,35 +168,47 @@ def parse_env_kwargs(items: list[str]) -> dict[str, Any]:
 
 # -- environment ----------------------------------------------------------------------------------------------------
 def make_env_shard(args: argparse.Namespace, rank: int = 0, world_size: int = 1, **options: Any):
-    """The games one process steps: ``args.num_envs // world_size`` games on ``args.device``.
+    """The games process ``rank`` of ``world_size`` steps: ``args.num_envs // world_size`` games on ``args.device``.
 
-    Also returns the reset seed of the shard's first game, so that the games
-    of all ranks together are seeded ``seed, seed + 1, ...`` as one env of
-    ``args.num_envs`` games would be.
+    Also returns the index of the shard's first game in the whole run,
+    ``rank * games``: its games are games ``first_game, first_game + 1, ...``
+    of one env of ``args.num_envs`` games, and are seeded as those
+    (``args.seed + g`` for game ``g``, see :func:`staggered_start`).
     """
+    if args.num_envs % world_size or args.num_envs < world_size:
+        raise ValueError(f"--num-envs must be a positive multiple of the {world_size} processes, got {args.num_envs}")
     games = args.num_envs // world_size
-    if games < 1:
-        raise ValueError(f"--num-envs {args.num_envs} gives no game to each of {world_size} processes")
     envs = gym.make_vec(args.env_id, num_envs=games, device=args.device, **args.env_kwargs, **options)
-    return envs, args.seed + rank * games
+    return envs, rank * games
 
 
-def staggered_start(envs, seed: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reset all games, then step random actions for one episode, resetting a group of games every ``1/groups`` of it.
+def staggered_start(envs, seed: int, groups: int, first_game: int = 0,
+                    total_games: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Reset the games with seeds ``seed + g``, then play random actions for one episode, resetting a group of games
+    every ``1/groups`` of it.
 
-    Afterwards group ``k`` of ``groups`` (games ``g`` with ``g % groups == k``)
-    is ``(groups - 1 - k) / groups`` of an episode into its game, so a
-    rollout sees every stage of an episode. Runs before training (it syncs).
-    Returns the observation and, per game, whether its next step is an
-    autoreset step.
+    ``g`` is a game's index in the whole run: the env holds games
+    ``first_game, ..., first_game + envs.num_games - 1`` of ``total_games``
+    (default: all of them). Afterwards group ``k`` of ``groups`` (games with
+    ``g % groups == k``) is ``(groups - 1 - k) / groups`` of an episode into
+    its game, so a rollout sees every stage of an episode. The random actions
+    are drawn for all ``total_games`` from a generator seeded with ``seed``
+    and this env's games take theirs, so the shards of a distributed run start
+    in exactly the states of one env of all the games. Runs before training
+    (it syncs). Returns the observation and, per game, whether its next step
+    is an autoreset step.
     """
-    obs, _ = envs.reset(seed=seed)
-    pending = torch.zeros(envs.num_games, dtype=torch.bool, device=envs.device)
+    games = envs.num_games
+    total_games = games if total_games is None else total_games
+    obs, _ = envs.reset(seed=seed + first_game)
+    pending = torch.zeros(games, dtype=torch.bool, device=envs.device)
     episode_length = int(envs.definition.constants["episode_length"])
-    group = torch.arange(envs.num_games, device=envs.device) % groups
+    group = (first_game + torch.arange(games, device=envs.device)) % groups
+    generator = torch.Generator(device=envs.device).manual_seed(seed)
     for k in range(groups if groups > 1 else 0):
         for _ in range(episode_length // groups):
-            obs, _, terminated, truncated, _ = envs.step(random_actions(envs))
+            actions = random_actions(envs, generator, total_games)[first_game : first_game + games]
+            obs, _, terminated, truncated, _ = envs.step(actions)
             pending = envs.per_game(terminated | truncated)[:, 0]
         mask = group == k
         obs, _ = envs.reset(options={"reset_mask": mask})
@@ -176,11 +216,89 @@ def staggered_start(envs, seed: int, groups: int) -> tuple[torch.Tensor, torch.T
     return obs, pending
 
 
-def random_actions(envs) -> torch.Tensor:
-    """Uniform MultiDiscrete actions ``(games, agents, components)`` drawn on the env's device."""
+def random_actions(envs, generator: torch.Generator | None = None, games: int | None = None) -> torch.Tensor:
+    """Uniform MultiDiscrete actions ``(games, agents, components)`` drawn on the env's device (``games``: default
+    the env's)."""
     nvec = torch.as_tensor(envs.single_action_space.nvec, device=envs.device)
-    u = torch.rand((envs.num_games, envs.num_agents, len(nvec)), device=envs.device)
-    return (u * nvec).long()
+    shape = (envs.num_games if games is None else games, envs.num_agents, len(nvec))
+    return (torch.rand(shape, generator=generator, device=envs.device) * nvec).long()
+
+
+# -- several processes: torchrun starts one per GPU ---------------------------------------------------------------
+@dataclass
+class Processes:
+    """This process's place in the run. Without ``--distributed``: rank 0 of 1, and the methods do nothing."""
+
+    rank: int = 0
+    world_size: int = 1
+    distributed: bool = False
+    host_group: Any = None  # gloo group for host floats (None: the default group, when that is gloo)
+
+    @property
+    def main(self) -> bool:
+        """Rank 0: the process that logs, prints and writes the outputs."""
+        return self.rank == 0
+
+    def rank0_value(self, value: float) -> float:
+        """Rank 0's ``value``, on every process (a broadcast of one host float over gloo; the GPU does not wait)."""
+        if not self.distributed:
+            return value
+        t = torch.tensor([value], dtype=torch.float64)
+        dist.broadcast(t, src=0, group=self.host_group)
+        return float(t.item())
+
+    def sum(self, values: list[float]) -> list[float]:
+        """Element-wise sums of host floats over the processes (over gloo)."""
+        if not self.distributed:
+            return values
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t, group=self.host_group)
+        return t.tolist()
+
+    def gather(self, item: Any) -> list[Any]:
+        """Every process's ``item`` (picklable), in rank order."""
+        if not self.distributed:
+            return [item]
+        items: list[Any] = [None] * self.world_size
+        dist.all_gather_object(items, item, group=self.host_group)
+        return items
+
+
+def start_processes(args: argparse.Namespace) -> Processes:
+    """With ``--distributed``, join the processes torchrun started and take this one's device.
+
+    ``--device cuda``: process ``LOCAL_RANK`` takes ``cuda:LOCAL_RANK`` and
+    the gradients go over NCCL; ``--device cpu``: gloo. Host floats always go
+    over gloo (a second group when the first is NCCL). Sets ``args.device``.
+    """
+    if not args.distributed:
+        return Processes()
+    missing = [name for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE") if name not in os.environ]
+    if missing:
+        raise SystemExit(
+            f"--distributed expects to be started by torchrun, which sets {', '.join(missing)}; run: "
+            "torchrun --standalone --nproc_per_node=N examples/cleanrl_ppo_tag.py --distributed"
+        )
+    rank, local_rank, world_size = (int(os.environ[name]) for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
+    if args.device == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(f"process LOCAL_RANK={local_rank} needs cuda:{local_rank}, "
+                             f"but {torch.cuda.device_count()} GPUs are visible")  # fmt: skip
+        args.device = f"cuda:{local_rank}"
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl", device_id=torch.device(args.device))
+        host_group = dist.new_group(backend="gloo")
+    else:
+        dist.init_process_group("gloo")
+        host_group = None
+    return Processes(rank, world_size, True, host_group)
+
+
+def sum_over_processes(t: torch.Tensor, world_size: int) -> torch.Tensor:
+    """Sum ``t`` in place over the processes of the default group (NCCL: on the GPU, no host wait)."""
+    if world_size > 1:
+        dist.all_reduce(t)
+    return t
 
 
 # -- policy -------------------------------------------------------------------------------------------------------
@@ -203,6 +321,10 @@ class Policy(nn.Module):
         self.actor = nn.Sequential(
             layer(obs_dim, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(), layer(hidden, sum(self.nvec), 0.01)
         )
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`evaluate`; the update calls the policy (or its DistributedDataParallel wrapper) through this."""
+        return self.evaluate(obs, actions)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(obs).squeeze(-1)
@@ -256,6 +378,7 @@ class Learner:
     name: str
     ids: torch.Tensor | None  # agent ids it acts for; None: every agent slot
     policy: Policy
+    model: nn.Module  # what the update calls: the policy, or (--distributed) its DistributedDataParallel wrapper
     optimizer: torch.optim.Optimizer
     storage: dict[str, torch.Tensor] = field(default_factory=dict)
     loss_sums: torch.Tensor | None = None  # policy, value, entropy, approx_kl, clipfrac summed over minibatches
@@ -279,15 +402,21 @@ class Learner:
         self.loss_sums = torch.zeros(5, device=device)
 
 
-def make_learners(args, envs) -> list[Learner]:
+def make_learners(args, envs, distributed: bool = False) -> list[Learner]:
+    """A learner per role (or one shared); ``distributed``: each policy in DistributedDataParallel, which also
+    copies rank 0's initial weights to every process."""
     obs_dim = envs.single_observation_space.shape[0]
     nvec = list(envs.single_action_space.nvec)
     groups = {"shared": None} if args.shared_policy else dict(envs.roles)
     learners = []
     for name, ids in groups.items():
         policy = Policy(obs_dim, nvec, args.hidden_size).to(envs.device)
+        model: nn.Module = policy
+        if distributed:
+            device_ids = [envs.device.index] if envs.device.type == "cuda" else None
+            model = nn.parallel.DistributedDataParallel(policy, device_ids=device_ids)
         optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate, eps=1e-5)
-        learner = Learner(name, ids, policy, optimizer)
+        learner = Learner(name, ids, policy, model, optimizer)
         learner.allocate(args.num_steps, envs.num_games, envs.num_agents, obs_dim, len(nvec), envs.device)
         learners.append(learner)
     return learners
@@ -307,52 +436,77 @@ def compute_advantages(storage: dict[str, torch.Tensor], next_value: torch.Tenso
     return advantages, advantages + values
 
 
-def masked_mean(x: torch.Tensor, weight: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
-    return (x * weight).sum() / total
+def ppo_loss(model: nn.Module, minibatch: dict[str, torch.Tensor], args,
+             world_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Clipped PPO loss of one minibatch, its inactive samples weighted 0, and its statistics.
+
+    ``minibatch``: ``obs (n, obs_dim)``, ``actions (n, components)`` int64 and
+    ``(n,)`` ``logprobs``, ``values``, ``advantages``, ``returns``, ``valid``
+    (1.0: the sample counts, 0.0: it does not), all on the model's device.
+    Every mean is over the valid samples of *all* ``world_size`` processes'
+    minibatches (counts and advantage moments summed over the processes), and
+    each process's loss is ``world_size`` times its share of that mean: the
+    gradient DistributedDataParallel averages is then exactly the gradient of
+    the single-process loss on the combined minibatch, even when the processes
+    hold different numbers of valid samples. Returns the loss to backpropagate
+    and this process's shares of policy loss, value loss, entropy, approximate
+    KL and clip fraction (summed over the processes, they are the means).
+    """
+    w, adv, returns, old_values = minibatch["valid"], minibatch["advantages"], minibatch["returns"], minibatch["values"]
+    count_and_sum = sum_over_processes(torch.stack([w.sum(), (adv * w).sum()]), world_size)
+    total = count_and_sum[0].clamp_min(1.0)
+
+    def share(x: torch.Tensor) -> torch.Tensor:  # this process's part of the masked mean over all processes
+        return (x * w).sum() / total
+
+    if args.norm_adv:
+        mean = count_and_sum[1] / total
+        std = (sum_over_processes(share((adv - mean) ** 2), world_size)).sqrt()
+        adv = (adv - mean) / (std + 1e-8)
+    new_logprob, entropy, new_value = model(minibatch["obs"], minibatch["actions"])
+    log_ratio = new_logprob - minibatch["logprobs"]
+    ratio = log_ratio.exp()
+    pg_loss = share(torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)))
+    v_error = (new_value - returns) ** 2
+    if args.clip_vloss:
+        v_clipped = old_values + (new_value - old_values).clamp(-args.clip_coef, args.clip_coef)
+        v_error = torch.max(v_error, (v_clipped - returns) ** 2)
+    v_loss = 0.5 * share(v_error)
+    entropy_share = share(entropy)
+    loss = world_size * (pg_loss - args.ent_coef * entropy_share + args.vf_coef * v_loss)
+    with torch.no_grad():
+        approx_kl = share((ratio - 1) - log_ratio)
+        clipfrac = share(((ratio - 1).abs() > args.clip_coef).float())
+        stats = torch.stack([pg_loss, v_loss, entropy_share, approx_kl, clipfrac]).detach()
+    return loss, stats
 
 
-def ppo_update(learner: Learner, advantages: torch.Tensor, returns: torch.Tensor, args) -> int:
-    """Clipped PPO on the learner's rollout, inactive samples weighted 0. Returns the number of optimizer steps."""
+def ppo_update(learner: Learner, advantages: torch.Tensor, returns: torch.Tensor, args, world_size: int = 1) -> int:
+    """PPO epochs over the learner's rollout in random minibatches (see :func:`ppo_loss`). Returns the optimizer
+    steps."""
     s = learner.storage
-    obs = s["obs"].flatten(0, -2)
-    actions = s["actions"].flatten(0, -2)
-    logprobs, values, valid = s["logprobs"].flatten(), s["values"].flatten(), s["valid"].flatten()
-    advantages, returns = advantages.flatten(), returns.flatten()
-    batch = obs.shape[0]
+    samples = {
+        "obs": s["obs"].flatten(0, -2),
+        "actions": s["actions"].flatten(0, -2),
+        "logprobs": s["logprobs"].flatten(),
+        "values": s["values"].flatten(),
+        "valid": s["valid"].flatten(),
+        "advantages": advantages.flatten(),
+        "returns": returns.flatten(),
+    }
+    batch = samples["obs"].shape[0]
     minibatch = math.ceil(batch / args.num_minibatches)
     steps = 0
     for _ in range(args.update_epochs):
-        order = torch.rand(batch, device=obs.device).argsort()  # a random permutation made on the device
+        order = torch.rand(batch, device=samples["obs"].device).argsort()  # a random permutation made on the device
         for start in range(0, batch, minibatch):
             idx = order[start : start + minibatch]
-            w = valid[idx]
-            total = w.sum().clamp_min(1.0)
-            new_logprob, entropy, new_value = learner.policy.evaluate(obs[idx], actions[idx])
-            log_ratio = new_logprob - logprobs[idx]
-            ratio = log_ratio.exp()
-            adv = advantages[idx]
-            if args.norm_adv:
-                mean = masked_mean(adv, w, total)
-                std = masked_mean((adv - mean) ** 2, w, total).sqrt()
-                adv = (adv - mean) / (std + 1e-8)
-            pg_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)),
-                                  w, total)  # fmt: skip
-            v_unclipped = (new_value - returns[idx]) ** 2
-            if args.clip_vloss:
-                v_clipped = values[idx] + (new_value - values[idx]).clamp(-args.clip_coef, args.clip_coef)
-                v_loss = 0.5 * masked_mean(torch.max(v_unclipped, (v_clipped - returns[idx]) ** 2), w, total)
-            else:
-                v_loss = 0.5 * masked_mean(v_unclipped, w, total)
-            entropy_mean = masked_mean(entropy, w, total)
-            loss = pg_loss - args.ent_coef * entropy_mean + args.vf_coef * v_loss
+            loss, stats = ppo_loss(learner.model, {k: v[idx] for k, v in samples.items()}, args, world_size)
             learner.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # with DistributedDataParallel, the gradients arrive averaged over the processes
             nn.utils.clip_grad_norm_(learner.policy.parameters(), args.max_grad_norm)
             learner.optimizer.step()
-            with torch.no_grad():
-                approx_kl = masked_mean((ratio - 1) - log_ratio, w, total)
-                clipfrac = masked_mean(((ratio - 1).abs() > args.clip_coef).float(), w, total)
-                learner.loss_sums += torch.stack([pg_loss, v_loss, entropy_mean, approx_kl, clipfrac]).detach()
+            learner.loss_sums += stats
             steps += 1
     return steps
 
@@ -471,12 +625,12 @@ def evaluate_matchups(policies: dict[str, Policy], args, games: int, seed: int) 
     training, unless ``args.eval_greedy``.
     """
     eval_args = argparse.Namespace(**{**vars(args), "num_envs": games, "seed": seed})
-    envs, first_seed = make_env_shard(eval_args, autoreset_mode=AutoresetMode.DISABLED, copy=False)
+    envs, _ = make_env_shard(eval_args, autoreset_mode=AutoresetMode.DISABLED, copy=False)
     episode_length = int(envs.definition.constants["episode_length"])
     taggers, runners = envs.roles["tagger"], envs.roles["runner"]
     results: dict[str, Any] = {}
     for name, random_roles in MATCHUPS.items():
-        obs, _ = envs.reset(seed=first_seed)
+        obs, _ = envs.reset(seed=seed)
         playing = torch.ones(games, dtype=torch.bool, device=envs.device)
         tags = torch.zeros(games, device=envs.device)
         runner_steps = torch.zeros(games, device=envs.device)
@@ -555,15 +709,18 @@ def plot_curves(history: list[dict[str, Any]], path: Path, title: str) -> None:
 
 
 # -- training -----------------------------------------------------------------------------------------------------
-def train(args: argparse.Namespace) -> None:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "command.txt").write_text("python " + shlex.join(sys.argv) + "\n")
-    torch.manual_seed(args.seed)
+def train(args: argparse.Namespace, procs: Processes) -> None:
+    out = Path(args.out) if procs.main else None  # the other processes write nothing
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "command.txt").write_text(command_line(procs) + "\n")
+    # Rank 0's initial weights reach every process through DistributedDataParallel; distinct seeds per process
+    # give distinct action samples and minibatch orders.
+    torch.manual_seed(args.seed + procs.rank)
     torch.set_float32_matmul_precision("high")  # TF32 matmuls on GPUs that have them
     device = torch.device(args.device)
     writer = None
-    if args.track_tensorboard:
+    if args.track_tensorboard and out is not None:
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out / "tb"))
@@ -571,32 +728,37 @@ def train(args: argparse.Namespace) -> None:
 
     t_setup = time.perf_counter()
     # copy=False: the outputs are views of the env's buffers; every one is consumed before the next step.
-    envs, first_seed = make_env_shard(args, copy=False)
-    groups = min(envs.num_games, 16) if args.stagger_episodes else 1
-    next_obs, autoreset_next = staggered_start(envs, first_seed, groups)
-    learners = make_learners(args, envs)
+    envs, first_game = make_env_shard(args, procs.rank, procs.world_size, copy=False)
+    groups = min(args.num_envs, 16) if args.stagger_episodes else 1
+    next_obs, autoreset_next = staggered_start(envs, args.seed, groups, first_game, args.num_envs)
+    learners = make_learners(args, envs, procs.distributed)
     tally = EpisodeTally(envs)
     clock = PhaseClock(envs.device)
     games, agents = envs.num_games, envs.num_agents
-    steps_per_iteration = games * args.num_steps
+    steps_per_iteration = args.num_envs * args.num_steps  # game-steps of all processes
     num_iterations = max(1, args.total_timesteps // steps_per_iteration)
     setup_s = time.perf_counter() - t_setup
-    print(f"{envs}: {agents} agents per game, {games * agents} agent slots, learners "
-          f"{[l.name for l in learners]}, {num_iterations} iterations of {steps_per_iteration} game-steps; "
-          f"set-up {setup_s:.1f} s")  # fmt: skip
+    if procs.main:
+        print(f"{envs}{f' on each of {procs.world_size} processes' if procs.distributed else ''}: {agents} agents "
+              f"per game, {args.num_envs * agents} agent slots, learners {[l.name for l in learners]}, "
+              f"{num_iterations} iterations of {steps_per_iteration} game-steps; set-up {setup_s:.1f} s")  # fmt: skip
 
     history: list[dict[str, Any]] = []
-    game_steps = 0
+    game_steps = 0  # of all processes
     sgd_steps = 0
-    window = {"start": time.perf_counter(), "game_steps": 0, "sgd_steps": 0}
+    window = {"start": time.perf_counter(), "game_steps": 0, "sgd_steps": 0, "episodes_here": 0.0}
     train_start = time.perf_counter()
+
+    def elapsed_s() -> float:  # rank 0's clock, so that every process anneals and stops at the same iteration
+        return procs.rank0_value(time.perf_counter() - train_start)
+
     check_sync = args.check_no_sync and device.type == "cuda"
-    progress = tqdm(total=num_iterations, desc=args.exp_name, unit="it", dynamic_ncols=True)
+    progress = tqdm(total=num_iterations, desc=args.exp_name, unit="it", dynamic_ncols=True, disable=not procs.main)
     iteration = 0
     while iteration < num_iterations:
         done_fraction = iteration / num_iterations
         if args.time_budget_s:
-            done_fraction = max(done_fraction, (time.perf_counter() - train_start) / args.time_budget_s)
+            done_fraction = max(done_fraction, elapsed_s() / args.time_budget_s)
             if done_fraction >= 1.0:
                 break
         iteration += 1
@@ -640,34 +802,49 @@ def train(args: argparse.Namespace) -> None:
             bootstrap = [learner.policy.value(learner.take(obs)) for learner in learners]
         for learner, next_value in zip(learners, bootstrap, strict=True):
             advantages, returns = compute_advantages(learner.storage, next_value, args.gamma, args.gae_lambda)
-            sgd_steps += ppo_update(learner, advantages, returns, args)
+            sgd_steps += ppo_update(learner, advantages, returns, args, procs.world_size)
         clock.mark("other")
         if check_sync:
             torch.cuda.set_sync_debug_mode("default")
         progress.update(1)
 
-        last = iteration == num_iterations or (
-            args.time_budget_s is not None and time.perf_counter() - train_start >= args.time_budget_s
-        )
+        last = iteration == num_iterations or (args.time_budget_s is not None and elapsed_s() >= args.time_budget_s)
         if iteration % args.log_every == 0 or last:
-            history.append(log_window(args, writer, learners, tally, clock, window, game_steps, sgd_steps,
+            history.append(log_window(args, procs, writer, learners, tally, clock, window, game_steps, sgd_steps,
                                       agents, progress))  # fmt: skip
-            (out / "curves.json").write_text(json.dumps(history, indent=1))
-        if args.save_every and iteration % args.save_every == 0 and not last:
+            if out is not None:
+                (out / "curves.json").write_text(json.dumps(history, indent=1))
+        if out is not None and args.save_every and iteration % args.save_every == 0 and not last:
             save_checkpoint(out / "checkpoints" / f"iter_{iteration}.pt", learners, args, envs, iteration, game_steps)
     progress.close()
     if not history or history[-1]["game_steps"] != game_steps:
-        history.append(log_window(args, writer, learners, tally, clock, window, game_steps, sgd_steps, agents,
+        history.append(log_window(args, procs, writer, learners, tally, clock, window, game_steps, sgd_steps, agents,
                                   progress))  # fmt: skip
     train_s = time.perf_counter() - train_start
+    weights = b"".join(p.detach().cpu().numpy().tobytes() for l in learners for p in l.policy.parameters())
+    shards = procs.gather({
+        "rank": procs.rank,
+        "device": str(device),
+        "games": games,
+        "first_game": first_game,
+        "first_seed": args.seed + first_game,
+        "episodes": window["episodes_here"],
+        "game_steps_per_s": game_steps / procs.world_size / train_s,
+        "weights_sha256": hashlib.sha256(weights).hexdigest(),
+    })  # fmt: skip
+    if out is None:
+        envs.close()
+        return
     save_checkpoint(out / "checkpoints" / "final.pt", learners, args, envs, iteration, game_steps)
     envs.close()
 
+    game_steps_per_s = sum(shard["game_steps_per_s"] for shard in shards)
     summary = {
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
         "torch": torch.__version__,
-        "games": games,
+        "processes": procs.world_size,
+        "games": args.num_envs,
         "agents_per_game": agents,
         "policies": [l.name for l in learners],
         "iterations": iteration,
@@ -676,19 +853,23 @@ def train(args: argparse.Namespace) -> None:
         "optimizer_steps": sgd_steps,
         "setup_s": setup_s,
         "train_s": train_s,
-        "end_to_end_game_steps_per_s": game_steps / train_s,
-        "end_to_end_agent_steps_per_s": game_steps * agents / train_s,
+        "end_to_end_game_steps_per_s": game_steps_per_s,
+        "end_to_end_agent_steps_per_s": game_steps_per_s * agents,
+        "optimizer_steps_per_s": sgd_steps / train_s,
         "rollout_fraction_of_time": _mean([h["rollout_fraction"] for h in history]),
-        "note": "end to end = rollout (env + policy) + GAE + PPO updates, wall clock of the training loop; "
-        "a game-step is one step of one game, an agent-step one step of one agent",
+        "note": "end to end = rollout (env + policy) + GAE + PPO updates, wall clock of the training loop, summed "
+        "over the processes' rates; a game-step is one step of one game, an agent-step one step of one agent; "
+        "optimizer steps are per policy copy (every process takes the same steps at the same time)",
     }
+    if procs.distributed:
+        summary["shards"] = shards
     (out / "curves.json").write_text(json.dumps(history, indent=1))
     plot_curves(history, out / "learning_curves.png",
-                f"PPO on {args.env_id}, {games} games x {agents} agents, "
-                f"{'shared policy' if args.shared_policy else 'taggers and runners'}")  # fmt: skip
+                f"PPO on {args.env_id}, {args.num_envs} games x {agents} agents, "
+                f"{'shared policy' if args.shared_policy else 'taggers and runners'}"
+                f"{f', {procs.world_size} processes' if procs.distributed else ''}")  # fmt: skip
     print(f"trained {game_steps:.3e} game-steps ({game_steps * agents:.3e} agent-steps) in {train_s:.1f} s: "
-          f"{summary['end_to_end_game_steps_per_s']:.3e} game-steps/s, "
-          f"{summary['end_to_end_agent_steps_per_s']:.3e} agent-steps/s end to end")  # fmt: skip
+          f"{game_steps_per_s:.3e} game-steps/s, {game_steps_per_s * agents:.3e} agent-steps/s end to end")  # fmt: skip
     if args.eval_games > 0:
         policies = {l.name: l.policy.eval() for l in learners}
         evaluation = evaluate_matchups(policies, args, args.eval_games, seed=args.seed + 10_000_000)
@@ -700,13 +881,24 @@ def train(args: argparse.Namespace) -> None:
         writer.close()
 
 
+def command_line(procs: Processes) -> str:
+    """The command that started this run (torchrun's for a distributed one)."""
+    if not procs.distributed:
+        return "python " + shlex.join(sys.argv)
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", procs.world_size))
+    nodes = procs.world_size // per_node
+    where = "--standalone" if nodes == 1 else f"--nnodes={nodes}"
+    return f"torchrun {where} --nproc_per_node={per_node} " + shlex.join(sys.argv)
+
+
 def _mean(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
 
 
-def log_window(args, writer, learners, tally, clock, window, game_steps, sgd_steps, agents, progress) -> dict:
-    """Fetch the summed statistics (one device-to-host transfer), write them to TensorBoard, reset the sums."""
+def log_window(args, procs, writer, learners, tally, clock, window, game_steps, sgd_steps, agents, progress) -> dict:
+    """Fetch the summed statistics (one device-to-host transfer), sum them over the processes (over gloo), write them
+    to TensorBoard (rank 0), reset the sums. Every process calls it at the same iterations."""
     fetched = torch.cat([tally.sums] + [l.loss_sums for l in learners]).tolist()
     now = time.perf_counter()
     phases = clock.totals_ms()
@@ -714,14 +906,20 @@ def log_window(args, writer, learners, tally, clock, window, game_steps, sgd_ste
     for learner in learners:
         learner.loss_sums.zero_()
     elapsed = now - window["start"]
-    steps = game_steps - window["game_steps"]
+    window["episodes_here"] += fetched[0]
+    here = [
+        (game_steps - window["game_steps"]) / procs.world_size / elapsed,  # this process's game-steps/s
+        (sgd_steps - window["sgd_steps"]) / elapsed,
+        phases.get("rollout", 0.0) / max(sum(phases.values()), 1e-9),
+    ]
+    *fetched, game_steps_per_s, sgd_steps_per_s, rollout_fraction = procs.sum(fetched + here)
     entry: dict[str, Any] = {
         "game_steps": game_steps,
         "agent_steps": game_steps * agents,
-        "game_steps_per_s": steps / elapsed,
-        "agent_steps_per_s": steps * agents / elapsed,
-        "sgd_steps_per_s": (sgd_steps - window["sgd_steps"]) / elapsed,
-        "rollout_fraction": phases.get("rollout", 0.0) / max(sum(phases.values()), 1e-9),
+        "game_steps_per_s": game_steps_per_s,  # sum over the processes
+        "agent_steps_per_s": game_steps_per_s * agents,
+        "sgd_steps_per_s": sgd_steps_per_s / procs.world_size,  # the processes step together: their mean
+        "rollout_fraction": rollout_fraction / procs.world_size,
     }
     episodes = fetched[0]
     for i, key in enumerate(EpisodeTally.FIELDS[1:], start=1):
@@ -739,11 +937,12 @@ def log_window(args, writer, learners, tally, clock, window, game_steps, sgd_ste
                 group = "losses" if "/" in key else ("perf" if "per_s" in key or "fraction" in key else "episode")
                 writer.add_scalar(f"{group}/{key}", value, game_steps)
         writer.add_scalar("charts/learning_rate", learners[0].optimizer.param_groups[0]["lr"], game_steps)
-    shown = {"agent-steps/s": f"{entry['agent_steps_per_s']:.3g}"}
-    if entry["tags_per_game"] is not None:
-        shown["tags/game"] = f"{entry['tags_per_game']:.1f}"
-        shown["runner alive"] = f"{entry['runner_steps_alive']:.0f}"
-    progress.set_postfix(shown)
+    if procs.main:
+        shown = {"agent-steps/s": f"{entry['agent_steps_per_s']:.3g}"}
+        if entry["tags_per_game"] is not None:
+            shown["tags/game"] = f"{entry['tags_per_game']:.1f}"
+            shown["runner alive"] = f"{entry['runner_steps_alive']:.0f}"
+        progress.set_postfix(shown)
     return entry
 
 
@@ -768,7 +967,12 @@ def main(argv: list[str] | None = None) -> None:
         (out / "evaluation.json").write_text(json.dumps(evaluation, indent=2))
         print_evidence(evaluation)
         return
-    train(args)
+    procs = start_processes(args)
+    try:
+        train(args, procs)
+    finally:
+        if procs.distributed:
+            dist.destroy_process_group()
 
 
 if __name__ == "__main__":
