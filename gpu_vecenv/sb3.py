@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
@@ -139,8 +140,6 @@ class SB3VecEnv(VecEnv):
 
         ``num_envs`` is the number of games (``num_envs * num_agents`` slots).
         """
-        import gymnasium as gym
-
         kwargs.setdefault("copy", False)
         return cls(gym.make_vec(env_id, num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs))
 

@@ -337,3 +337,32 @@ def test_sb3_cartpole_example_smoke_run(tmp_path):
         assert all(0 < row["mean_return"] < 500 for row in run["rows"])
     pytest.importorskip("matplotlib")
     assert (tmp_path / "sb3_cartpole_curve.png").stat().st_size > 0
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_each_step_makes_one_copy_to_the_host():
+    venv = SB3VecEnv.make("WarpCartPole-v1", 64, device="cuda")
+    reference = cartpole(64)
+    venv.seed(3)
+    reference.seed(3)
+    np.testing.assert_array_equal(venv.reset(), reference.reset())
+    actions = np.random.default_rng(3).integers(0, 2, (20, 64))
+    venv.step(actions[0])
+    reference.step(actions[0])
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for a in actions[1:]:
+                obs, rewards, dones, infos = venv.step(a)
+                want = reference.step(a)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
+    # The actions' copy to the device and the outputs' copy to the host; nothing else waits for the GPU.
+    assert len(syncs) <= 2 * (len(actions) - 1), [str(w.message) for w in syncs[:4]]
+    # The GPU's fused multiply-adds may change the last float32 bit; the episodes end at the same steps.
+    np.testing.assert_allclose(obs, want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(rewards, want[1])
+    np.testing.assert_array_equal(dones, want[2])
