@@ -39,25 +39,26 @@ minibatches per policy, 80 M game-steps; ``--time-budget-s`` caps the wall
 time.
 
 Several GPUs (``--distributed``, started by ``torchrun``): every process
-steps its own shard of ``--num-envs // WORLD_SIZE`` games on its own device
-(``cuda:LOCAL_RANK``, or the CPU) and keeps its own rollout; the two
-policies are each wrapped in ``DistributedDataParallel`` (NCCL on GPUs, gloo
-on the CPU), which averages the gradients of every minibatch over the
-processes. The loss is the masked mean over *all* processes' minibatch
-samples (see :func:`ppo_loss`), so an update equals the single-process update
-on the combined minibatch. Game ``g`` of the whole run is game ``g - r *
-games_per_rank`` of rank ``r`` and has seed ``seed + g``, exactly as in one
-env of ``--num-envs`` games (the staggered start too). Only rank 0 writes
-outputs, prints and shows the progress bar; the logged episode statistics
-and losses are summed over the processes, the throughput is the sum of the
-processes' rates. Host-side decisions (the time budget, hence the learning
-rate) are rank 0's, broadcast over a gloo group without syncing the GPUs.
+steps its own shard of ``n = --num-envs / WORLD_SIZE`` games on its own
+device (``cuda:LOCAL_RANK``, or the CPU) and keeps its own rollout; each
+policy is wrapped in ``DistributedDataParallel`` (NCCL on GPUs, gloo on the
+CPU), which averages the gradients of every minibatch over the processes.
+The loss is the masked mean over *all* processes' minibatch samples (see
+:func:`ppo_loss`), so an update equals the single-process update on the
+combined minibatch. Game ``g`` of the whole run is game ``g - r * n`` of rank
+``r = g // n`` and has seed ``seed + g``, exactly as in one env of
+``--num-envs`` games (the staggered start too). Only rank 0 writes outputs,
+prints and shows the progress bar; the logged episode statistics and losses
+are summed over the processes, the throughput is the sum of the processes'
+rates. Host-side decisions (the time budget, hence the learning rate) are
+rank 0's, broadcast over a gloo group without syncing the GPUs.
 
-Counting: ``--num-envs`` is the number of games (of all processes together); a *game-step* is one step of
-one game, an *agent-step* one step of one agent (``games x agents`` per env
-step). ``--total-timesteps`` counts game-steps. After training, the policies
-are evaluated against each other and against random play (see
-:func:`evaluate_matchups`); the figures go to ``evaluation.json``.
+Counting: ``--num-envs`` is the number of games (of all processes
+together); a *game-step* is one step of one game, an *agent-step* one step
+of one agent (``games x agents`` per env step). ``--total-timesteps`` counts
+game-steps. After training, the policies are evaluated against each other
+and against random play (see :func:`evaluate_matchups`); the figures go to
+``evaluation.json``.
 
 Outputs under ``--out``: ``command.txt``, ``tb/`` (TensorBoard),
 ``checkpoints/`` (``iter_N.pt``, ``final.pt``), ``curves.json`` and
