@@ -474,7 +474,10 @@ class GpuVectorEnv(VectorEnv):
             infos["_final_info"] = out.done
         return out.obs, out.rewards, out.terminated, out.truncated, infos
 
-    def render(self) -> np.ndarray | None:
+    # Gymnasium's VectorEnv.render returns a tuple of frames, one per sub-env; with thousands of agent
+    # slots per env that is not useful, so this returns one image of the chosen games (what a
+    # video recorder expects from a single env).
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
         """With ``render_mode="rgb_array"``, one uint8 image ``(H, W, 3)`` of the games in ``render_games``.
 
         ``render_games`` (default ``[0]``) is a game index or a list of them;

@@ -38,7 +38,7 @@ def run_desynchronised(envs, steps, seed=0):
     """
     rng = np.random.default_rng(seed)
     envs.reset(seed=seed)
-    actions = [torch.as_tensor(rng.integers(0, 21, (envs.num_envs, 2))) for _ in range(steps + 1)]
+    actions = [torch.as_tensor(rng.integers(0, 21, (envs.num_envs, 2)), device=envs.device) for _ in range(steps + 1)]
     _, first_rewards, _, _, _ = envs.step(actions[0])
     envs.reset(options={"reset_mask": torch.tensor([False, True])})
     rewards, reports = [first_rewards], []
@@ -109,7 +109,7 @@ def test_disabled_mode_restarts_the_statistics_of_masked_slots_only(device):
     envs.reset(options={"reset_mask": np.array([True, False])})  # a (num_games,) numpy mask
     more = []
     for _ in range(5):
-        _, r, _, _, infos = envs.step(torch.zeros((GAMES * AGENTS, 2), dtype=torch.int64))
+        _, r, _, _, infos = envs.step(torch.zeros((GAMES * AGENTS, 2), dtype=torch.int64, device=device))
         more.append(r.double())
         assert not bool(infos["_episode"][AGENTS:].any()), "game 1 is still frozen"
     assert bool(infos["_episode"][:AGENTS].all())
@@ -163,7 +163,7 @@ def test_more_finished_episodes_than_the_buffer_holds_in_one_step(device):
     envs = make_tag(device, AutoresetMode.SAME_STEP, buffer_length=2)
     envs.reset(seed=1)
     for _ in range(LENGTH):
-        _, _, _, _, infos = envs.step(torch.ones((GAMES * AGENTS, 2), dtype=torch.int64))
+        _, _, _, _, infos = envs.step(torch.ones((GAMES * AGENTS, 2), dtype=torch.int64, device=device))
     assert bool(infos["_episode"].all())  # six slots finished at once
     assert envs.recent_returns().tolist() == infos["episode"]["r"][-2:].tolist()
     assert int(envs.episode_count) == GAMES * AGENTS
