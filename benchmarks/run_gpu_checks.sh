@@ -28,6 +28,10 @@ for spec in "WarpTag-v0 --num-envs 8 --steps 250 --param episode_length=100" \
   echo "\$ python -m gpu_vecenv.check $spec --device cuda" >> "$out/checks.txt"
   python3 -m gpu_vecenv.check $spec --device cuda >> "$out/checks.txt" 2>&1
 done
+# The guide's env (docs/custom_env.md), built from the guide's own code blocks by the test, which prints the table.
+echo "\$ python -m pytest -q -s tests/test_custom_env_guide.py::test_the_guide_env_passes_the_checker_on_the_gpu" >> "$out/checks.txt"
+python3 -m pytest -q -s -p no:cacheprovider -W ignore \
+    tests/test_custom_env_guide.py::test_the_guide_env_passes_the_checker_on_the_gpu >> "$out/checks.txt" 2>&1
 # First with an empty kernel cache: the set-up column then includes compiling the kernel.
 GPU_VECENV_CACHE_DIR=$(mktemp -d) python3 examples/quickstart.py --games 2000 --steps 200 \
     --json "$out/quickstart_cold_cache.json" 2>&1 | tee "$out/quickstart.txt"
