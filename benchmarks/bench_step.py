@@ -45,6 +45,9 @@ Presets (``--preset``, several allowed):
   (N = 4096 still has 128 games, about one per multiprocessor), so the cost per
   agent-step shows how the per-agent work grows with N; a fixed number of games
   would leave the GPU nearly idle at small N and measure launch overhead there.
+- ``index``: the ``scale`` sizes twice, the K nearest found by scanning every agent
+  and through WarpTag-v0's spatial index (``spatial_index=False`` / ``True``).
+  ``--scale-total-agents`` sets the total (both presets) for a smaller machine.
 - ``cpu``: the CPU backend against ``SyncVectorEnv`` over the numpy reference
   (``benchmarks/sync_reference.py``), same games and seeds; run whenever ``--backend cpu``
   (``--no-baseline`` skips it). On the CPU each row takes three timed windows (the
@@ -140,6 +143,7 @@ class Case:
     spec_warpdrive_ms: float | None = None  # the game specification's H200 figure for this configuration
     setup_probe: bool = False
     group: str = "targets"
+    spatial_index: bool | None = None  # WarpTag-v0's choice (from 256 agents on) unless set
 
     @property
     def agents(self) -> int:
@@ -196,6 +200,17 @@ def scale_preset() -> list[Case]:
     return cases
 
 
+def index_preset() -> list[Case]:
+    """The scale sizes twice: K-nearest by scanning every agent, and through the spatial index."""
+    cases = []
+    for n in SCALE_AGENTS:
+        taggers = max(1, n // 11)
+        for indexed in (False, True):
+            cases.append(Case(f"N={n} {'index' if indexed else 'scan'}", SCALE_TOTAL_AGENTS // n, taggers,
+                              n - taggers, k=10, copy=False, group="scale", spatial_index=indexed))  # fmt: skip
+    return cases
+
+
 def cpu_preset() -> list[Case]:
     ref = ("sync_reference",)
     x100 = (Target("x_sync_reference", 100),)
@@ -213,7 +228,8 @@ def quick_preset() -> list[Case]:
     ]
 
 
-PRESETS = {"targets": targets_preset, "scale": scale_preset, "cpu": cpu_preset, "quick": quick_preset}
+PRESETS = {"targets": targets_preset, "scale": scale_preset, "index": index_preset, "cpu": cpu_preset,
+           "quick": quick_preset}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -283,7 +299,7 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     synchronize(device)
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
-                        **asdict(case.tag_config()))  # fmt: skip
+                        spatial_index=case.spatial_index, **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
     del obs
@@ -303,6 +319,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
         setup_cache = "cold" if _cache_files() - files else "warm"
 
     nvec = torch.as_tensor(env.single_action_space.nvec, device=env.device)
+    search = "-" if case.full_obs else ("index" if "cell_of" in env.state else "scan")  # how the K nearest are found
 
     def draw() -> torch.Tensor:
         return (torch.rand((env.num_envs, nvec.numel()), device=env.device) * nvec).long()
@@ -337,6 +354,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
         "bytes": moved,
         "setup_s": setup_s,
         "setup_cache": setup_cache,
+        "search": search,
         "obs_dim": int(env.single_observation_space.shape[0]),
         "threads_per_block": getattr(env._backend, "block", None),
         "cuda_graphs": getattr(env._backend, "cuda_graphs", None),
@@ -539,13 +557,13 @@ def text_tables(rows: list[dict[str, Any]]) -> str:
         parts.append(_table(header, lines))
     scale = [r for r in rows if r["group"] == "scale"]
     if scale:
-        header = ["N", "games", "K", "ms/step", "ns/agent-step", "kernel ns/agent-step", "host us", "KB/game",
-                  "WD ms", "WD ns/agent-step", "xWD"]  # fmt: skip
+        header = ["N", "games", "K", "search", "ms/step", "ns/agent-step", "kernel ns/agent-step", "host us",
+                  "KB/game", "WD ms", "WD ns/agent-step", "xWD"]  # fmt: skip
         lines = []
         for r in scale:
             per_agent = 1e6 / (r["games"] * r["agents"])
             wd = r.get("warpdrive") or {}
-            lines.append([str(r["agents"]), str(r["games"]), r["obs"], _fmt(r["ms_per_step"]),
+            lines.append([str(r["agents"]), str(r["games"]), r["obs"], r.get("search", "?"), _fmt(r["ms_per_step"]),
                           _fmt(r["ms_per_step"] * per_agent, ".2f"), _fmt(r["kernel_us"] * per_agent / 1e3, ".2f"),
                           _fmt(r["host_us"], ".1f"), _fmt(r["buffer_bytes_per_game"] / 1e3, ".1f"),
                           _peer_ms(r, "warpdrive"),
@@ -640,11 +658,20 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="on the CPU, skip SyncVectorEnv")
     parser.add_argument("--out", type=Path, help="write bench_step.json and bench_step.txt (and .md) here")
     parser.add_argument("--markdown", action="store_true", help="also print and write the README summary table")
+    parser.add_argument(
+        "--scale-total-agents",
+        type=int,
+        default=SCALE_TOTAL_AGENTS,
+        help="agents of all games together in the scale and index presets (a CPU needs fewer)",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
         run_setup_probe(args.setup_probe)
         return
+    if args.scale_total_agents < max(SCALE_AGENTS):
+        parser.error(f"--scale-total-agents must be at least {max(SCALE_AGENTS)}, got {args.scale_total_agents}")
+    globals()["SCALE_TOTAL_AGENTS"] = args.scale_total_agents
 
     backend = args.backend or ("cuda" if torch.cuda.is_available() else "cpu")
     if backend == "cuda" and not torch.cuda.is_available():

@@ -16,7 +16,7 @@ and only the ``cuda`` backend is available in that process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 import numba
 from numba import cuda
@@ -26,11 +26,23 @@ F = TypeVar("F", bound=Callable[..., object])
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
-def shared(fn: F) -> F:
-    """Compile ``fn`` for the CPU and make it callable from CUDA kernels."""
+def shared(fn: F | None = None, *, inline: bool = True) -> Any:
+    """Compile ``fn`` for the CPU and make it callable from CUDA kernels.
+
+    ``@shared`` inlines the function into its callers at Numba IR level on the
+    CPU: a call that passes arrays pays their reference counting, which
+    dominates a small function called per agent or per observation entry.
+    ``@shared(inline=False)`` keeps a real call, for a function whose own work
+    dwarfs that (a search over many agents): inlining such a function into
+    every branch of the kernel multiplies its compile time. On the GPU, NVVM
+    inlines device functions either way.
+    """
+    if fn is None:
+        return lambda f: shared(f, inline=inline)
     if SIMULATOR:
         return fn
+    mode: Literal["always", "never"] = "always" if inline else "never"
     try:
-        return numba.njit(cache=True, inline="always")(fn)  # type: ignore[return-value]
+        return numba.njit(cache=True, inline=mode)(fn)
     except RuntimeError:  # no file to cache next to (a notebook cell, exec'd code): compile per process
-        return numba.njit(fn)  # type: ignore[return-value]
+        return numba.njit(inline=mode)(fn)

@@ -37,6 +37,12 @@ def _edge_options():
     return {"initial_positions": positions, "initial_directions": np.full(5, math.pi, np.float32)}
 
 
+def _stacked_options():
+    """16 agents on four points, two of them on the index's cell borders: exact ties."""
+    points = np.array([(0.0, 0.0), (2.5, 2.5), (2.5, 1.0), (4.9, 4.9)], np.float32)
+    return {"initial_positions": np.repeat(points, 4, axis=0)}
+
+
 # name -> (make_vec overrides, steps, reset options)
 SCENARIOS = {
     "next_step": ({}, 12, None),
@@ -53,6 +59,13 @@ SCENARIOS = {
     ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
+    # The K-nearest search through the spatial index: 4 cells of 2.5, agents leaving the game.
+    "spatial_index": (
+        {"spatial_index": True, "num_runners": 14, "tagging_distance": 0.2, "threads_per_block": 4},
+        4,
+        None,
+    ),
+    "spatial_index_ties": ({"spatial_index": True, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
 }
 
 

@@ -20,9 +20,36 @@ from gpu_vecenv.vector_env import GpuVectorEnv
 RESET_OPTIONS = ("initial_positions", "initial_directions")
 
 
-def tag_definition(config: TagConfig) -> EnvDefinition:
-    """The :class:`EnvDefinition` of one Tag configuration."""
+# From this many agents on, the K-nearest search uses the spatial index unless told otherwise: below it,
+# scanning every agent costs about as much as building the index.
+SPATIAL_INDEX_MIN_AGENTS = 256
+
+
+def index_cells_per_side(num_agents: int, k: int) -> int:
+    """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
+
+    Then the K nearest usually lie within the agent's cell and its eight
+    neighbours. At most ``num_agents / 2`` cells, so that the cell starts fit in
+    an agent-sized array.
+    """
+    return max(1, math.isqrt(num_agents // max(2, k // 2)))
+
+
+def tag_definition(config: TagConfig, spatial_index: bool | None = None) -> EnvDefinition:
+    """The :class:`EnvDefinition` of one Tag configuration.
+
+    ``spatial_index``: find the K nearest agents through a grid of cells built
+    every step (O(N) per game, then O(K) candidates per agent) instead of
+    scanning all N agents; ``None`` chooses it from
+    ``SPATIAL_INDEX_MIN_AGENTS`` agents on. The observations are the same
+    either way. Ignored with the full observation.
+    """
     n, k = config.num_agents, config.num_other_agents_observed
+    if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
+        raise TypeError(f"WarpTag: spatial_index must be True, False or None, got {spatial_index!r}")
+    indexed = not config.use_full_observation and (
+        n >= SPATIAL_INDEX_MIN_AGENTS if spatial_index is None else bool(spatial_index)
+    )
     state = [
         StateArray("x", "float32"),
         StateArray("y", "float32"),
@@ -43,7 +70,18 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
         state += [StateArray("nbr_id", "int32", length=k, vector=True)]
-        observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry"))
+        if indexed:
+            # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
+            state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
+                      StateArray("cell_agents", "int32")]  # fmt: skip
+            observe = (
+                Phase(sim.assign_cell),
+                Phase(sim.build_index, "game"),
+                Phase(sim.find_nearest_indexed),
+                Phase(sim.observe_nearest, "entry"),
+            )
+        else:
+            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry"))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -65,6 +103,16 @@ def tag_definition(config: TagConfig) -> EnvDefinition:
         "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
     }
+    if indexed:
+        cells = index_cells_per_side(n, k)
+        cell_size = np.float32(config.grid_length / cells)
+        constants.update(
+            index_cells=cells,
+            cell_size=float(cell_size),
+            inv_cell_size=float(np.float32(cells / config.grid_length)),
+            # Float32 rounding can put an agent a hair outside the cell it is counted in.
+            index_margin=float(np.float32(1e-3) * cell_size),
+        )
     taggers = config.taggers
 
     def setup(views: Mapping[str, torch.Tensor]) -> None:
@@ -147,10 +195,12 @@ def _apply_reset_options(num_agents: int, grid_length: float):
 def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     """Vector entry point of ``WarpTag-v0``: ``num_envs`` games of Tag.
 
-    Keyword arguments are Tag parameters (see :class:`TagConfig`) and the
-    options of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...).
+    Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
+    of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
+    ``autoreset_mode``, ``copy``, ...) and ``spatial_index`` (see
+    :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
-    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS, **kwargs)
-    return GpuVectorEnv(tag_definition(config), num_games=num_envs, **env_kwargs)
+    spatial_index = kwargs.pop("spatial_index", None)
+    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index"}, **kwargs)
+    return GpuVectorEnv(tag_definition(config, spatial_index), num_games=num_envs, **env_kwargs)

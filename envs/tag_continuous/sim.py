@@ -104,6 +104,23 @@ def observe_all(g, a, i, obs, num_observed, x, y, speed, direction, acceleration
 
 
 @shared
+def insert_nearest(j, d2, found, k_max, near_d2, near_id):
+    """Put agent ``j`` at squared distance ``d2`` into the running top-K list, sorted by distance then id.
+
+    ``found`` agents are listed; a full list drops its last. The caller has
+    already checked that ``j`` belongs in the list. Returns the new count.
+    """
+    m = found if found < k_max else k_max - 1
+    while m > 0 and (near_d2[m - 1] > d2 or (near_d2[m - 1] == d2 and near_id[m - 1] > j)):
+        near_d2[m] = near_d2[m - 1]
+        near_id[m] = near_id[m - 1]
+        m -= 1
+    near_d2[m] = d2
+    near_id[m] = j
+    return found + 1 if found < k_max else found
+
+
+@shared(inline=False)
 def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, nbr_id):
     """The K nearest alive others of agent ``a``, nearest first, ties to the lower id, into ``nbr_id[:, g, a]``.
 
@@ -125,17 +142,109 @@ def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, 
             d2 = dx * dx + dy * dy
             if d2 >= worst:
                 continue
-            m = found if found < k_max else k_max - 1
-            while m > 0 and near_d2[m - 1] > d2:
-                near_d2[m] = near_d2[m - 1]
-                near_id[m] = near_id[m - 1]
-                m -= 1
-            near_d2[m] = d2
-            near_id[m] = j
-            if found < k_max:
-                found += 1
+            found = insert_nearest(j, d2, found, k_max, near_d2, near_id)
             if found == k_max:
                 worst = near_d2[k_max - 1]
+    for m in range(k_max):
+        nbr_id[m, g, a] = near_id[m] if m < found else -1
+
+
+@shared
+def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
+    """Agent ``a``'s cell of the spatial index (row-major, ``index_cells`` per side); ``index_cells**2`` if out."""
+    if alive[g, a] == 0:
+        cell_of[g, a] = index_cells * index_cells
+        return
+    cx = min(int(x[g, a] * inv_cell_size), index_cells - 1)
+    cy = min(int(y[g, a] * inv_cell_size), index_cells - 1)
+    cell_of[g, a] = cy * index_cells + cx
+
+
+@shared(inline=False)
+def build_index(g, num_agents, index_cells, cell_of, cell_start, cell_agents):
+    """Counting sort of the game's agents by cell, once per game.
+
+    Afterwards cell ``c`` holds ``cell_agents[g, cell_start[g, c] : cell_start[g, c + 1]]``
+    in ascending ids; agents out of the game are in no cell. ``cell_start`` is an
+    agent-sized array whose first ``index_cells**2 + 1`` slots are used.
+    """
+    num_cells = index_cells * index_cells
+    for c in range(num_cells + 1):
+        cell_start[g, c] = 0
+    for j in range(num_agents):
+        c = cell_of[g, j]
+        if c < num_cells:
+            cell_start[g, c + 1] += 1
+    for c in range(num_cells):
+        cell_start[g, c + 1] += cell_start[g, c]
+    # Each placement advances its cell's start to the next free place; when done, start[c] is the
+    # old start[c + 1], so one shift restores the starts.
+    for j in range(num_agents):
+        c = cell_of[g, j]
+        if c < num_cells:
+            cell_agents[g, cell_start[g, c]] = j
+            cell_start[g, c] += 1
+    for c in range(num_cells, 0, -1):
+        cell_start[g, c] = cell_start[g, c - 1]
+    cell_start[g, 0] = 0
+
+
+@shared(inline=False)
+def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, cell_agents, index_cells,
+                         cell_size, index_margin, near_d2, near_id, nbr_id):  # fmt: skip
+    """:func:`find_nearest`'s result, searching the index's cells ring by ring around agent ``a``.
+
+    The rings grow until the list holds K agents all nearer than anything
+    outside the rings searched (their distance to the rings' border, less
+    ``index_margin`` for the rounding of cell assignment). Candidates arrive
+    out of id order, so ties are broken on the id explicitly.
+    """
+    k_max = num_observed
+    found = 0
+    if alive[g, a] != 0:
+        xa = x[g, a]
+        ya = y[g, a]
+        c = cell_of[g, a]
+        cy = c // index_cells
+        cx = c - cy * index_cells
+        last = index_cells - 1
+        worst = FAR
+        worst_id = -1
+        rings = max(max(cx, last - cx), max(cy, last - cy))
+        for r in range(rings + 1):
+            for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
+                # Rows at the ring's top and bottom are all ring cells; other rows only their two ends.
+                step = 1 if (r == 0 or qy == cy - r or qy == cy + r) else 2 * r
+                for qx in range(cx - r, cx + r + 1, step):
+                    if qx < 0 or qx > last:
+                        continue
+                    q = qy * index_cells + qx
+                    for p in range(cell_start[g, q], cell_start[g, q + 1]):
+                        j = cell_agents[g, p]
+                        if j == a:
+                            continue
+                        dx = x[g, j] - xa
+                        dy = y[g, j] - ya
+                        d2 = dx * dx + dy * dy
+                        if found == k_max and (d2 > worst or (d2 == worst and j > worst_id)):
+                            continue
+                        found = insert_nearest(j, d2, found, k_max, near_d2, near_id)
+                        if found == k_max:
+                            worst = near_d2[k_max - 1]
+                            worst_id = near_id[k_max - 1]
+            if found == k_max:
+                gap = FAR  # distance from the agent to the nearest cell not yet searched
+                if cx - r > 0:
+                    gap = min(gap, xa - np.float32(cx - r) * cell_size)
+                if cx + r < last:
+                    gap = min(gap, np.float32(cx + r + 1) * cell_size - xa)
+                if cy - r > 0:
+                    gap = min(gap, ya - np.float32(cy - r) * cell_size)
+                if cy + r < last:
+                    gap = min(gap, np.float32(cy + r + 1) * cell_size - ya)
+                gap = gap - index_margin
+                if gap > ZERO and worst < gap * gap:
+                    break
     for m in range(k_max):
         nbr_id[m, g, a] = near_id[m] if m < found else -1
 

@@ -1,0 +1,107 @@
+"""The spatial index finds exactly the K nearest agents that the full scan finds.
+
+WarpTag-v0 searches the K nearest agents through a grid of cells (``spatial_index=True``,
+the default from 256 agents on) or by scanning every agent. The observations must be
+bit-identical either way, ties (equal distances, broken towards the lower id), agents on
+cell borders and arena edges, agents leaving the game and K above the agents alive included.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
+from envs.tag_continuous.env import SPATIAL_INDEX_MIN_AGENTS, index_cells_per_side
+from gpu_vecenv.oracle import compare_with_reference
+
+
+def rollout(spatial_index, steps, seed=0, options=None, **params):
+    """Observations of every step of a random rollout (same actions for any ``spatial_index``)."""
+    games = params.pop("num_envs", 3)
+    envs = gym.make_vec("WarpTag-v0", num_envs=games, device="cpu", spatial_index=spatial_index, **params)
+    rng = np.random.default_rng(seed)
+    obs, _ = envs.reset(seed=seed, options=options)
+    seen = [obs.clone()]
+    for _ in range(steps):
+        obs, *_ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
+        seen.append(obs.clone())
+    return torch.stack(seen)
+
+
+# K is 3 or 10 throughout: the kernels are compiled per observation size, and the full scan's are those
+# the other tests use.
+GAMES = {
+    "60 agents, K=10": dict(num_taggers=6, num_runners=54, num_other_agents_observed=10, grid_length=10.0),
+    "K above the agents alive": dict(num_taggers=2, num_runners=18, num_other_agents_observed=3,
+                                     tagging_distance=0.3, grid_length=5.0),
+    "runners stay after tags": dict(num_taggers=4, num_runners=36, num_other_agents_observed=3,
+                                    runner_exits_game_after_tagged=False, tagging_distance=0.1),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_the_index_lists_the_same_agents_as_the_full_scan(name):
+    params = dict(GAMES[name], episode_length=GAMES[name].get("episode_length", 25))
+    indexed = rollout(True, steps=60, seed=4, **params)
+    scanned = rollout(False, steps=60, seed=4, **params)
+    assert torch.equal(indexed, scanned)
+
+
+def test_ties_cell_borders_and_arena_edges_are_listed_like_the_full_scan():
+    # 40 agents on a few points: stacked agents tie exactly (the lower id comes first), and the
+    # points sit on the index's cell borders (2 cells of 4.5 per side) and on the arena's edges.
+    points = np.array([(0.0, 0.0), (4.5, 4.5), (4.5, 2.0), (9.0, 9.0), (6.0, 0.0), (2.0, 4.5), (8.9, 4.5),
+                       (4.4, 4.6)], np.float32)  # fmt: skip
+    params = dict(num_taggers=4, num_runners=36, num_other_agents_observed=10, grid_length=9.0,
+                  tagging_distance=0.0, min_acceleration=0.0, max_acceleration=0.0, num_envs=2)  # fmt: skip
+    assert index_cells_per_side(40, 10) == 2
+    options = {"initial_positions": np.repeat(points, 5, axis=0)}
+    indexed = rollout(True, steps=3, seed=1, options=options, **params)
+    scanned = rollout(False, steps=3, seed=1, options=options, **params)
+    assert torch.equal(indexed, scanned)
+    # Agent 0 stands on agents 1-4: its first four listed agents are they, in id order, at distance 0.
+    m = params["num_other_agents_observed"]
+    first = indexed[0, 0]
+    assert first[:4].tolist() == [0.0] * 4 and first[m : m + 4].tolist() == [0.0] * 4
+
+
+def test_the_index_agrees_with_the_reference():
+    envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", spatial_index=True, num_taggers=3, num_runners=37,
+                        num_other_agents_observed=3, episode_length=30, tagging_distance=0.05)  # fmt: skip
+    report = compare_with_reference(envs, 70, seed=2)
+    assert report.ok, report.table()
+    assert report.game_ends >= 4
+
+
+def test_4096_agents_a_game():
+    params = dict(num_taggers=96, num_runners=4000, num_envs=1, episode_length=3)
+    assert index_cells_per_side(4096, 10) == 28
+    indexed = rollout(True, steps=4, seed=3, **params)
+    scanned = rollout(False, steps=4, seed=3, **params)
+    assert indexed.shape == (5, 4096, 72)
+    assert torch.equal(indexed, scanned)
+
+
+def test_the_index_is_chosen_from_256_agents_on_unless_told():
+    def uses_index(**params):
+        envs = gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", **params)
+        return "cell_of" in envs.state
+
+    assert SPATIAL_INDEX_MIN_AGENTS == 256
+    assert not uses_index()  # 110 agents
+    assert uses_index(num_runners=246)
+    assert not uses_index(num_runners=246, spatial_index=False)
+    assert uses_index(spatial_index=True)
+    assert not uses_index(num_runners=246, use_full_observation=True, spatial_index=True)
+    with pytest.raises(TypeError, match="spatial_index must be True, False or None, got 'yes'"):
+        gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", spatial_index="yes")
+
+
+def test_cell_starts_fit_in_an_agent_sized_array():
+    for n in range(2, 5000):
+        for k in (1, 3, 10, 40):
+            cells = index_cells_per_side(n, k)
+            assert cells >= 1 and cells * cells + 1 <= n, (n, k, cells)
