@@ -6,7 +6,8 @@
 #   bash benchmarks/run_gpu_checks.sh [OUTDIR] [PYTEST_ARGS...]
 #
 # PYTEST_ARGS default to the whole suite on 8 worker processes (pytest-xdist); the benchmark
-# (benchmarks/bench_step.py --preset targets --peers) runs when BENCH_PRESETS is not empty.
+# (benchmarks/bench_step.py --preset targets index --peers: the issue targets, then the K-nearest search by
+# scan and by spatial index at 10 to 4096 agents) runs when BENCH_PRESETS is not empty.
 set -uo pipefail
 out=${1:-benchmarks/results/latest}
 shift || true
@@ -42,7 +43,7 @@ if [ $# -eq 0 ]; then set -- -n 8 tests; fi
 timeout "${PYTEST_SECONDS:-330}" python3 -m pytest -q -p no:cacheprovider -rs "$@" > "$out/pytest.txt" 2>&1
 echo "pytest exit status $?, wall time: $(( $(date +%s) - start )) s" >> "$out/pytest.txt"
 tail -5 "$out/pytest.txt"
-presets=${BENCH_PRESETS-targets}
+presets=${BENCH_PRESETS-targets index}
 if [ -n "$presets" ]; then
   timeout "${BENCH_SECONDS:-240}" python3 benchmarks/bench_step.py --preset $presets --peers --markdown \
       --out "$out/bench" > "$out/bench_step.log" 2>&1
