@@ -79,7 +79,7 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -190,25 +190,20 @@ SCALE_AGENTS = (10, 30, 100, 300, 1000, 2000, 4096)
 WARPDRIVE_MAX_AGENTS = 1024  # one thread per agent, one block per game
 
 
-def scale_preset() -> list[Case]:
+def scale_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
     cases = []
     for n in SCALE_AGENTS:
         taggers = max(1, n // 11)
         peers = ("warpdrive",) if n <= WARPDRIVE_MAX_AGENTS else ()
-        cases.append(Case(f"N={n}", SCALE_TOTAL_AGENTS // n, taggers, n - taggers, k=10, copy=False, peers=peers,
+        cases.append(Case(f"N={n}", total_agents // n, taggers, n - taggers, k=10, copy=False, peers=peers,
                           group="scale"))  # fmt: skip
     return cases
 
 
-def index_preset() -> list[Case]:
+def index_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
     """The scale sizes twice: K-nearest by scanning every agent, and through the spatial index."""
-    cases = []
-    for n in SCALE_AGENTS:
-        taggers = max(1, n // 11)
-        for indexed in (False, True):
-            cases.append(Case(f"N={n} {'index' if indexed else 'scan'}", SCALE_TOTAL_AGENTS // n, taggers,
-                              n - taggers, k=10, copy=False, group="scale", spatial_index=indexed))  # fmt: skip
-    return cases
+    return [replace(case, name=f"{case.name} {'index' if indexed else 'scan'}", peers=(), spatial_index=indexed)
+            for case in scale_preset(total_agents) for indexed in (False, True)]  # fmt: skip
 
 
 def cpu_preset() -> list[Case]:
@@ -230,6 +225,7 @@ def quick_preset() -> list[Case]:
 
 PRESETS = {"targets": targets_preset, "scale": scale_preset, "index": index_preset, "cpu": cpu_preset,
            "quick": quick_preset}  # fmt: skip
+SIZED_PRESETS = ("scale", "index")  # take the total number of agents a step
 
 
 @dataclass(frozen=True)
@@ -538,7 +534,7 @@ def _table(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def text_tables(rows: list[dict[str, Any]]) -> str:
+def text_tables(rows: list[dict[str, Any]], scale_total_agents: int) -> str:
     parts = []
     main = [r for r in rows if r["group"] != "scale"]
     if main:
@@ -569,7 +565,7 @@ def text_tables(rows: list[dict[str, Any]]) -> str:
                           _peer_ms(r, "warpdrive"),
                           _fmt(wd["ms_per_step"] * per_agent if "ms_per_step" in wd else None, ".2f"),
                           _fmt(r.get("x_warpdrive"), ".1f")])  # fmt: skip
-        parts.append(f"Agents-per-game sweep at a fixed total of {SCALE_TOTAL_AGENTS} agents, copy=False\n"
+        parts.append(f"Agents-per-game sweep at a fixed total of {scale_total_agents} agents, copy=False\n"
                      + _table(header, lines))  # fmt: skip
     return "\n\n".join(parts)
 
@@ -592,7 +588,8 @@ def markdown_summary(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     scale = [r for r in rows if r["group"] == "scale"]
     if scale:
-        lines += ["", f"Cost per agent-step against agents per game N (K = 10, {SCALE_TOTAL_AGENTS} agents in all):",
+        total = meta["scale_total_agents"]
+        lines += ["", f"Cost per agent-step against agents per game N (K = 10, {total} agents in all):",
                   "", "| N | games | ns per agent-step | WarpDrive ns per agent-step |",
                   "|---|---|---|---|"]  # fmt: skip
         for r in scale:
@@ -671,20 +668,24 @@ def main() -> None:
         return
     if args.scale_total_agents < max(SCALE_AGENTS):
         parser.error(f"--scale-total-agents must be at least {max(SCALE_AGENTS)}, got {args.scale_total_agents}")
-    globals()["SCALE_TOTAL_AGENTS"] = args.scale_total_agents
 
     backend = args.backend or ("cuda" if torch.cuda.is_available() else "cpu")
     if backend == "cuda" and not torch.cuda.is_available():
         parser.error("--backend cuda: torch sees no CUDA device")
     device = torch.device("cuda", torch.cuda.current_device()) if backend == "cuda" else torch.device("cpu")
     presets = args.preset or (["targets"] if backend == "cuda" else ["cpu"])
-    cases = [case for name in presets for case in PRESETS[name]()]
+    cases = [
+        case
+        for name in presets
+        for case in (PRESETS[name](args.scale_total_agents) if name in SIZED_PRESETS else PRESETS[name]())
+    ]
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": strip_paths(" ".join([Path(sys.executable).name, *sys.argv])),
         "backend": backend,
         "presets": presets,
+        "scale_total_agents": args.scale_total_agents,
         "timing": asdict(timing),
         **machine(device),
     }
@@ -754,7 +755,7 @@ def report(cases: list[Case], rows: list[dict[str, Any]], peers: dict[str, dict[
 
         meta["numba_threading_layer"] = numba.threading_layer()
 
-    table = text_tables(rows)
+    table = text_tables(rows, meta["scale_total_agents"])
     summary = markdown_summary(rows, meta)
     header = (f"{meta['command']}\n{meta['date']}  {meta.get('device_name', meta['cpu_model'])}  "
               f"copy bandwidth {bandwidth['GB_per_s']:.0f} GB/s  torch {meta['versions']['torch']}  "
