@@ -46,7 +46,8 @@ Presets (``--preset``, several allowed):
   agent-step shows how the per-agent work grows with N; a fixed number of games
   would leave the GPU nearly idle at small N and measure launch overhead there.
 - ``index``: the ``scale`` sizes twice, the K nearest found by scanning every agent
-  and through WarpTag-v0's spatial index (``spatial_index=False`` / ``True``).
+  and through WarpTag-v0's spatial index (``spatial_index=False`` / ``True``), with
+  WarpDrive beside them up to 1000 agents under ``--peers``.
   ``--scale-total-agents`` sets the total (both presets) for a smaller machine.
 - ``cpu``: the CPU backend against ``SyncVectorEnv`` over the numpy reference
   (``benchmarks/sync_reference.py``), same games and seeds; run whenever ``--backend cpu``
@@ -55,6 +56,9 @@ Presets (``--preset``, several allowed):
   spin against each other unless ``OMP_WAIT_POLICY=passive`` is set (see
   ``benchmarks/results/cpu_2026-12-03/README.md``).
 - ``quick``: tiny sizes, a few steps (smoke test).
+
+``--cases TEXT...`` keeps only the cases whose name contains one of the texts, e.g.
+``--preset targets index --cases 100+900 "N=1000 "``.
 
 Peers (``--peers``, GPU only, each in a worker process, see ``benchmarks/peers.py``):
 WarpDrive 2.7.1's Numba Tag continuous with the same configuration (for N <= 1000:
@@ -202,7 +206,7 @@ def scale_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
 
 def index_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
     """The scale sizes twice: K-nearest by scanning every agent, and through the spatial index."""
-    return [replace(case, name=f"{case.name} {'index' if indexed else 'scan'}", peers=(), spatial_index=indexed)
+    return [replace(case, name=f"{case.name} {'index' if indexed else 'scan'}", spatial_index=indexed)
             for case in scale_preset(total_agents) for indexed in (False, True)]  # fmt: skip
 
 
@@ -661,6 +665,9 @@ def main() -> None:
         default=SCALE_TOTAL_AGENTS,
         help="agents of all games together in the scale and index presets (a CPU needs fewer)",
     )
+    parser.add_argument(
+        "--cases", nargs="+", metavar="TEXT", help="keep only the presets' cases whose name contains one of these"
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -679,6 +686,10 @@ def main() -> None:
         for name in presets
         for case in (PRESETS[name](args.scale_total_agents) if name in SIZED_PRESETS else PRESETS[name]())
     ]
+    if args.cases:
+        cases = [case for case in cases if any(text in case.name for text in args.cases)]
+        if not cases:
+            parser.error(f"--cases {' '.join(args.cases)}: no case of the presets {', '.join(presets)} matches")
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
