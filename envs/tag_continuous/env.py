@@ -76,7 +76,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None) -> EnvD
                       StateArray("cell_agents", "int32")]  # fmt: skip
             observe = (
                 Phase(sim.assign_cell),
-                Phase(sim.fill_cell),
+                Phase(sim.build_index, "game"),
                 Phase(sim.find_nearest_indexed),
                 Phase(sim.observe_nearest, "entry"),
             )

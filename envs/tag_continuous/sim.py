@@ -161,33 +161,32 @@ def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
 
 
 @shared(inline=False)
-def fill_cell(g, a, num_agents, index_cells, cell_of, cell_start, cell_agents):
-    """Index ``a`` here is a cell: its start and its agents, a counting sort done one thread per cell.
+def build_index(g, num_agents, index_cells, cell_of, cell_start, cell_agents):
+    """Counting sort of the game's agents by cell, once per game.
 
     Afterwards cell ``c`` holds ``cell_agents[g, cell_start[g, c] : cell_start[g, c + 1]]``
     in ascending ids; agents out of the game are in no cell. ``cell_start`` is an
-    agent-sized array whose first ``index_cells**2 + 1`` slots are used (so every
-    cell has a thread: cells <= agents / 2). Each cell's thread reads every
-    agent's cell and writes only its own slots (its start, its range of
-    ``cell_agents``): no thread waits on another, and nothing is serial.
+    agent-sized array whose first ``index_cells**2 + 1`` slots are used.
     """
     num_cells = index_cells * index_cells
-    if a > num_cells:
-        return
-    start = 0
-    inside = 0
+    for c in range(num_cells + 1):
+        cell_start[g, c] = 0
     for j in range(num_agents):
         c = cell_of[g, j]
-        start += 1 if c < a else 0
-        inside += 1 if c == a else 0
-    cell_start[g, a] = start
-    p = start
-    j = 0
-    while p < start + inside:  # ascending ids, stopping at the cell's last agent
-        if cell_of[g, j] == a:
-            cell_agents[g, p] = j
-            p += 1
-        j += 1
+        if c < num_cells:
+            cell_start[g, c + 1] += 1
+    for c in range(num_cells):
+        cell_start[g, c + 1] += cell_start[g, c]
+    # Each placement advances its cell's start to the next free place; when done, start[c] is the
+    # old start[c + 1], so one shift restores the starts.
+    for j in range(num_agents):
+        c = cell_of[g, j]
+        if c < num_cells:
+            cell_agents[g, cell_start[g, c]] = j
+            cell_start[g, c] += 1
+    for c in range(num_cells, 0, -1):
+        cell_start[g, c] = cell_start[g, c - 1]
+    cell_start[g, 0] = 0
 
 
 @shared(inline=False)
