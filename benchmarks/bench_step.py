@@ -74,6 +74,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -92,6 +93,7 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE.parent))  # run from anywhere: the project's envs package sits beside gpu_vecenv
 
 from peers import warpdrive_kwargs  # noqa: E402
@@ -594,13 +596,17 @@ def markdown_summary(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     if scale:
         total = meta["scale_total_agents"]
         lines += ["", f"Cost per agent-step against agents per game N (K = 10, {total} agents in all):",
-                  "", "| N | games | ns per agent-step | WarpDrive ns per agent-step |",
-                  "|---|---|---|---|"]  # fmt: skip
+                  "", "| N | games | K nearest by | ns per agent-step | WarpDrive ns per agent-step |",
+                  "|---|---|---|---|---|"]  # fmt: skip
         for r in scale:
             per_agent = 1e6 / (r["games"] * r["agents"])
             wd = r.get("warpdrive") or {}
             wd_ns = _fmt(wd["ms_per_step"] * per_agent if "ms_per_step" in wd else None, ".2f")
-            lines.append(f"| {r['agents']} | {r['games']} | {r['ms_per_step'] * per_agent:.2f} | {wd_ns} |")
+            if "error" in wd:
+                wd_ns = "fails to launch" if "OUT_OF_RESOURCES" in wd["error"] else "error"
+            ns = f"{r['ms_per_step'] * per_agent:.2f}"
+            cells = [str(r["agents"]), str(r["games"]), r.get("search", "?"), ns, wd_ns]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -642,6 +648,12 @@ def machine(device: torch.device) -> dict[str, Any]:
                                             timeout=10).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         pass
+    # The commit says nothing of uncommitted edits (or of a copied tree whose history is older): this digest
+    # of the package's and the envs' sources identifies the code that ran.
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "gpu_vecenv").glob("*.py"), *(ROOT / "envs").rglob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    info["sources_sha256"] = digest.hexdigest()
     return info
 
 

@@ -39,3 +39,21 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     table = (tmp_path / "bench_step.txt").read_text()
     assert "quick 2+5 K=3" in table and "quick 1+3 full" in table
     assert "| 2+5 K=3 | 4 | True |" in (tmp_path / "bench_step.md").read_text()
+    assert len(result["meta"]["sources_sha256"]) == 64  # identifies the code that ran, whatever the git history
+
+
+def test_the_agents_per_game_table_names_the_search_and_a_peer_that_cannot_launch():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_step import markdown_summary
+
+    def row(agents, search, warpdrive):
+        return {"group": "scale", "agents": agents, "games": 2, "search": search, "ms_per_step": 0.002,
+                "warpdrive": warpdrive}  # fmt: skip
+
+    launch_error = {"error": "CUDAError: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested"}
+    rows = [row(10, "scan", {"ms_per_step": 0.004}), row(10, "index", {"ms_per_step": 0.004}),
+            row(1000, "index", launch_error)]  # fmt: skip
+    text = markdown_summary(rows, {"backend": "cuda", "device_name": "GPU", "date": "today", "scale_total_agents": 20})
+    assert "| 10 | 2 | scan | 100.00 | 200.00 |" in text
+    assert "| 10 | 2 | index | 100.00 | 200.00 |" in text
+    assert "| 1000 | 2 | index | 1.00 | fails to launch |" in text

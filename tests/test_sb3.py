@@ -359,7 +359,9 @@ def test_on_the_gpu_each_step_makes_one_copy_to_the_host():
                 want = reference.step(a)
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
+    # Only torch's per-call report counts; its once-per-process notice that the debug mode is a prototype
+    # feature also says "synchronization", and appears in whichever test of the process sets the mode first.
+    syncs = [w for w in caught if "called a synchronizing" in str(w.message)]
     # The actions' copy to the device and the outputs' copy to the host; nothing else waits for the GPU.
     assert len(syncs) <= 2 * (len(actions) - 1), [str(w.message) for w in syncs[:4]]
     # The GPU's fused multiply-adds may change the last float32 bit; the episodes end at the same steps.
