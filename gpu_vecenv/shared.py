@@ -16,7 +16,7 @@ and only the ``cuda`` backend is available in that process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar, cast, overload
 
 import numba
 from numba import cuda
@@ -26,7 +26,11 @@ F = TypeVar("F", bound=Callable[..., object])
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
-def shared(fn: F | None = None, *, inline: bool = True) -> Any:
+@overload
+def shared(fn: F, *, inline: bool = True) -> F: ...
+@overload
+def shared(fn: None = None, *, inline: bool = True) -> Callable[[F], F]: ...
+def shared(fn: F | None = None, *, inline: bool = True) -> F | Callable[[F], F]:
     """Compile ``fn`` for the CPU and make it callable from CUDA kernels.
 
     ``@shared`` inlines the function into its callers at Numba IR level on the
@@ -42,7 +46,8 @@ def shared(fn: F | None = None, *, inline: bool = True) -> Any:
     if SIMULATOR:
         return fn
     mode: Literal["always", "never"] = "always" if inline else "never"
+    # A Numba dispatcher is called like the function it compiles; it is typed as that function.
     try:
-        return numba.njit(cache=True, inline=mode)(fn)
+        return cast(F, numba.njit(cache=True, inline=mode)(fn))
     except RuntimeError:  # no file to cache next to (a notebook cell, exec'd code): compile per process
-        return numba.njit(inline=mode)(fn)
+        return cast(F, numba.njit(inline=mode)(fn))
