@@ -93,7 +93,6 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 sys.path.insert(0, str(HERE.parent))  # run from anywhere: the project's envs package sits beside gpu_vecenv
 
 from peers import warpdrive_kwargs  # noqa: E402
@@ -649,11 +648,17 @@ def machine(device: torch.device) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         pass
     # The commit says nothing of uncommitted edits (or of a copied tree whose history is older): this digest
-    # of the package's and the envs' sources identifies the code that ran.
+    # of the sources of the package and envs this process imported identifies the code that ran.
+    import envs
+
     digest = hashlib.sha256()
-    for path in sorted([*(ROOT / "gpu_vecenv").glob("*.py"), *(ROOT / "envs").rglob("*.py")]):
-        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    for package in (gpu_vecenv, envs):
+        root = Path(package.__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{package.__name__}/{path.relative_to(root).as_posix()}".encode() + b"\0")
+            digest.update(path.read_bytes())
     info["sources_sha256"] = digest.hexdigest()
+    info["sources_root"] = strip_paths(str(Path(gpu_vecenv.__file__).resolve().parent.parent))
     return info
 
 
