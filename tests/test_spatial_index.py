@@ -19,16 +19,25 @@ from gpu_vecenv.oracle import compare_with_reference
 
 
 def rollout(spatial_index, steps, seed=0, options=None, **params):
-    """Observations of every step of a random rollout (same actions for any ``spatial_index``)."""
+    """Observations, and rewards with ends, of every step of a random rollout (same actions for any ``spatial_index``).
+
+    With the index the tags are found through it too (only the taggers in the cells within the tag radius).
+    """
     games = params.pop("num_envs", 3)
     envs = gym.make_vec("WarpTag-v0", num_envs=games, device="cpu", spatial_index=spatial_index, **params)
     rng = np.random.default_rng(seed)
     obs, _ = envs.reset(seed=seed, options=options)
-    seen = [obs.clone()]
+    seen, outcomes = [obs.clone()], []
     for _ in range(steps):
-        obs, *_ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
+        obs, rewards, terminated, truncated, _ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
         seen.append(obs.clone())
-    return torch.stack(seen)
+        outcomes.append(torch.stack([rewards, terminated.float(), truncated.float()]))
+    return torch.stack(seen), torch.stack(outcomes)
+
+
+def assert_same(indexed, scanned):
+    assert torch.equal(indexed[0], scanned[0]), "observations differ"
+    assert torch.equal(indexed[1], scanned[1]), "rewards or ends differ"
 
 
 # K is 3 or 10 throughout: the kernels are compiled per observation size, and the full scan's are those
@@ -39,6 +48,10 @@ GAMES = {
                                      tagging_distance=0.3, grid_length=5.0),
     "runners stay after tags": dict(num_taggers=4, num_runners=36, num_other_agents_observed=3,
                                     runner_exits_game_after_tagged=False, tagging_distance=0.1),
+    # 10 cells of 1.0 per side and a tag radius of 2.5: taggers are looked for three rings of cells out.
+    "tag radius over three cells": dict(num_taggers=20, num_runners=180, num_other_agents_observed=3,
+                                        grid_length=10.0, tagging_distance=0.25,
+                                        runner_exits_game_after_tagged=False),
 }  # fmt: skip
 
 
@@ -47,7 +60,8 @@ def test_the_index_lists_the_same_agents_as_the_full_scan(name):
     params = dict(GAMES[name], episode_length=GAMES[name].get("episode_length", 25))
     indexed = rollout(True, steps=60, seed=4, **params)
     scanned = rollout(False, steps=60, seed=4, **params)
-    assert torch.equal(indexed, scanned)
+    assert_same(indexed, scanned)
+    assert indexed[1][:, 0].abs().sum() > 0  # some rewards, tags among them, were paid
 
 
 def test_ties_cell_borders_and_arena_edges_are_listed_like_the_full_scan():
@@ -61,10 +75,10 @@ def test_ties_cell_borders_and_arena_edges_are_listed_like_the_full_scan():
     options = {"initial_positions": np.repeat(points, 5, axis=0)}
     indexed = rollout(True, steps=3, seed=1, options=options, **params)
     scanned = rollout(False, steps=3, seed=1, options=options, **params)
-    assert torch.equal(indexed, scanned)
+    assert_same(indexed, scanned)
     # Agent 0 stands on agents 1-4: its first four listed agents are they, in id order, at distance 0.
     m = params["num_other_agents_observed"]
-    first = indexed[0, 0]
+    first = indexed[0][0, 0]
     assert first[:4].tolist() == [0.0] * 4 and first[m : m + 4].tolist() == [0.0] * 4
 
 
@@ -81,8 +95,8 @@ def test_4096_agents_a_game():
     assert index_cells_per_side(4096, 10) == 28
     indexed = rollout(True, steps=4, seed=3, **params)
     scanned = rollout(False, steps=4, seed=3, **params)
-    assert indexed.shape == (5, 4096, 72)
-    assert torch.equal(indexed, scanned)
+    assert indexed[0].shape == (5, 4096, 72)
+    assert_same(indexed, scanned)
 
 
 def test_the_index_is_chosen_from_256_agents_on_unless_told():

@@ -113,6 +113,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None) -> EnvD
             # Float32 rounding can put an agent a hair outside the cell it is counted in.
             index_margin=float(np.float32(1e-3) * cell_size),
         )
+        # Rings of cells around a runner that hold every tagger within the tag radius.
+        reach = (constants["tag_radius"] + constants["index_margin"]) / constants["cell_size"]
+        constants["tag_rings"] = min(cells - 1, math.ceil(reach))
     taggers = config.taggers
 
     def setup(views: Mapping[str, torch.Tensor]) -> None:
@@ -131,7 +134,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None) -> EnvD
         constants=constants,
         update_phases=(Phase(sim.move),),
         observe_phases=observe,
-        reward_phases=(Phase(sim.tag_runners), Phase(sim.reward_taggers_and_survivors), Phase(sim.end_game, "game")),
+        reward_phases=(
+            (Phase(sim.tag_runners_indexed), Phase(sim.reward_taggers_and_survivors_indexed))
+            if indexed
+            else (Phase(sim.tag_runners), Phase(sim.reward_taggers_and_survivors))
+        )
+        + (Phase(sim.end_game, "game"),),
         reset_phases=(Phase(sim.place_agent),),
         active="alive",
         roles={"tagger": tuple(taggers), "runner": config.runners},

@@ -268,6 +268,31 @@ def observe_nearest(g, a, i, obs, num_observed, x, y, speed, direction, accelera
 
 
 @shared
+def pay_step_reward(g, a, alive, agent_type, tagged_by, rewards, step_penalty_for_tagger, step_reward_for_runner):
+    """Clear agent ``a``'s tag record and pay its step reward; True for a runner in the game (it may be tagged)."""
+    tagged_by[g, a] = -1
+    if alive[g, a] == 0:
+        return False
+    if agent_type[g, a] == TAGGER:
+        rewards[g, a] += step_penalty_for_tagger
+        return False
+    rewards[g, a] += step_reward_for_runner
+    return True
+
+
+@shared
+def tag_if_caught(g, a, best, best_d2, alive, tagged_by, rewards, tag_radius, tag_penalty_for_runner,
+                  runner_exits_game_after_tagged):  # fmt: skip
+    """Runner ``a``, whose nearest tagger is ``best`` (-1: none) at squared distance ``best_d2``, is tagged
+    when that tagger is nearer than the tag radius: it records the tagger, pays the penalty, maybe leaves."""
+    if best >= 0 and np.float32(math.sqrt(best_d2)) < tag_radius:
+        tagged_by[g, a] = best
+        rewards[g, a] += tag_penalty_for_runner
+        if runner_exits_game_after_tagged != 0:
+            alive[g, a] = 0
+
+
+@shared
 def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, tagger_ids, tag_radius,
                 step_penalty_for_tagger, step_reward_for_runner, tag_penalty_for_runner,
                 runner_exits_game_after_tagged):  # fmt: skip
@@ -276,13 +301,9 @@ def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, tagger_ids, t
     The runner records the tagger in its own ``tagged_by`` slot; taggers count
     those records in the next phase, so no two threads write one address.
     """
-    tagged_by[g, a] = -1
-    if alive[g, a] == 0:
+    if not pay_step_reward(g, a, alive, agent_type, tagged_by, rewards, step_penalty_for_tagger,
+                           step_reward_for_runner):  # fmt: skip
         return
-    if agent_type[g, a] == TAGGER:
-        rewards[g, a] += step_penalty_for_tagger
-        return
-    rewards[g, a] += step_reward_for_runner
     best = -1
     best_d2 = FAR
     xa = x[g, a]
@@ -296,11 +317,8 @@ def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, tagger_ids, t
             if d2 < best_d2:
                 best = j
                 best_d2 = d2
-    if best >= 0 and np.float32(math.sqrt(best_d2)) < tag_radius:
-        tagged_by[g, a] = best
-        rewards[g, a] += tag_penalty_for_runner
-        if runner_exits_game_after_tagged != 0:
-            alive[g, a] = 0
+    tag_if_caught(g, a, best, best_d2, alive, tagged_by, rewards, tag_radius, tag_penalty_for_runner,
+                  runner_exits_game_after_tagged)  # fmt: skip
 
 
 @shared
@@ -311,6 +329,69 @@ def reward_taggers_and_survivors(g, a, alive, agent_type, tagged_by, rewards, nu
         for j in range(num_agents):
             if tagged_by[g, j] == a:
                 rewards[g, a] += tag_reward_for_tagger
+    elif alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
+        rewards[g, a] += end_of_game_reward_for_runner
+
+
+@shared(inline=False)
+def tag_runners_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_of, cell_start, cell_agents,
+                        index_cells, tag_rings, tag_radius, step_penalty_for_tagger, step_reward_for_runner,
+                        tag_penalty_for_runner, runner_exits_game_after_tagged):  # fmt: skip
+    """:func:`tag_runners`'s result, looking for taggers only in the index's cells within the tag radius.
+
+    A runner is tagged when its nearest tagger is nearer than the tag radius;
+    any such tagger is in the ``tag_rings`` rings of cells around the runner's
+    cell, so the nearest of the taggers found there decides (ties to the lower
+    id, explicitly, since cells list agents out of id order).
+    """
+    if not pay_step_reward(g, a, alive, agent_type, tagged_by, rewards, step_penalty_for_tagger,
+                           step_reward_for_runner):  # fmt: skip
+        return
+    best = -1
+    best_d2 = FAR
+    xa = x[g, a]
+    ya = y[g, a]
+    c = cell_of[g, a]
+    cy = c // index_cells
+    cx = c - cy * index_cells
+    last = index_cells - 1
+    for qy in range(max(cy - tag_rings, 0), min(cy + tag_rings, last) + 1):
+        for qx in range(max(cx - tag_rings, 0), min(cx + tag_rings, last) + 1):
+            q = qy * index_cells + qx
+            for p in range(cell_start[g, q], cell_start[g, q + 1]):
+                j = cell_agents[g, p]
+                if agent_type[g, j] != TAGGER or alive[g, j] == 0:
+                    continue
+                # Written out, as in tag_runners: a helper returning (best, best_d2) cost the CPU kernel 20%.
+                dx = x[g, j] - xa
+                dy = y[g, j] - ya
+                d2 = dx * dx + dy * dy
+                if d2 < best_d2 or (d2 == best_d2 and j < best):
+                    best = j
+                    best_d2 = d2
+    tag_if_caught(g, a, best, best_d2, alive, tagged_by, rewards, tag_radius, tag_penalty_for_runner,
+                  runner_exits_game_after_tagged)  # fmt: skip
+
+
+@shared(inline=False)
+def reward_taggers_and_survivors_indexed(g, a, alive, agent_type, tagged_by, rewards, cell_of, cell_start,
+                                         cell_agents, index_cells, tag_rings, t, episode_length,
+                                         tag_reward_for_tagger, end_of_game_reward_for_runner):  # fmt: skip
+    """:func:`reward_taggers_and_survivors`'s result; a tagger counts the runners it tagged among its
+    neighbouring cells (a runner it tagged was within the tag radius, so within ``tag_rings`` rings)."""
+    if agent_type[g, a] == TAGGER:
+        c = cell_of[g, a]
+        if c == index_cells * index_cells:  # out of the game: it tagged no one (runners look for alive taggers)
+            return
+        cy = c // index_cells
+        cx = c - cy * index_cells
+        last = index_cells - 1
+        for qy in range(max(cy - tag_rings, 0), min(cy + tag_rings, last) + 1):
+            for qx in range(max(cx - tag_rings, 0), min(cx + tag_rings, last) + 1):
+                q = qy * index_cells + qx
+                for p in range(cell_start[g, q], cell_start[g, q + 1]):
+                    if tagged_by[g, cell_agents[g, p]] == a:
+                        rewards[g, a] += tag_reward_for_tagger
     elif alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
         rewards[g, a] += end_of_game_reward_for_runner
 
