@@ -8,28 +8,18 @@ The env is built with ``copy=False`` and without CUDA graphs, and its actions
 are drawn once, so that each ``step`` is exactly one plain launch of the env's
 kernel (the first launch is ``reset``'s): a profiler that skips the first
 launches and records one sees a step like those of a rollout, autoresets
-included. Parameters are ``make_vec`` keyword arguments, values parsed as JSON.
+included. Parameters are ``make_vec`` keyword arguments, parsed as by ``python -m gpu_vecenv.check``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import gymnasium as gym
 import torch
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
-
-
-def parse_param(text: str) -> tuple[str, object]:
-    name, sep, value = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"--param takes NAME=VALUE, got {text!r}")
-    try:
-        return name, json.loads(value)
-    except json.JSONDecodeError:
-        return name, value
+from gpu_vecenv.check import parse_param
 
 
 def main() -> None:

@@ -89,7 +89,8 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
     return [definition.all_phases[i].name for i in agent_phases if differs(1 << i)]
 
 
-def _parse_param(text: str) -> tuple[str, Any]:
+def parse_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` of a ``--param`` option: ``true``/``false``, a Python literal, else the text."""
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--param needs NAME=VALUE, got {text!r}")
     name, value = text.split("=", 1)
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-envs", type=int, default=4, help="number of games")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--autoreset-mode", default="NextStep", help="NextStep, SameStep or Disabled")
-    parser.add_argument("--param", type=_parse_param, action="append", default=[], help="env parameter NAME=VALUE")
+    parser.add_argument("--param", type=parse_param, action="append", default=[], help="env parameter NAME=VALUE")
     parser.add_argument(
         "--no-order-check", action="store_true", help="skip the check that agent phases do not depend on agent order"
     )

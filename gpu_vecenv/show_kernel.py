@@ -21,12 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     import gymnasium as gym
 
     import gpu_vecenv  # noqa: F401  (registers the package's envs)
-    from gpu_vecenv.check import _parse_param
+    from gpu_vecenv.check import parse_param
 
     parser = argparse.ArgumentParser(prog="python -m gpu_vecenv.show_kernel", description=main.__doc__)
     parser.add_argument("env_id")
     parser.add_argument("--target", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--param", type=_parse_param, action="append", default=[], help="env parameter NAME=VALUE")
+    parser.add_argument("--param", type=parse_param, action="append", default=[], help="env parameter NAME=VALUE")
     args = parser.parse_args(argv)
     envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
     definition = getattr(envs.unwrapped, "definition", None)

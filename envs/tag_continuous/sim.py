@@ -333,6 +333,15 @@ def reward_taggers_and_survivors(g, a, alive, agent_type, tagged_by, rewards, nu
         rewards[g, a] += end_of_game_reward_for_runner
 
 
+@shared
+def cell_window(c, index_cells, rings):
+    """Rows ``qy0..qy1`` and columns ``qx0..qx1`` (inclusive) of the cells within ``rings`` rings of cell ``c``."""
+    cy = c // index_cells
+    cx = c - cy * index_cells
+    last = index_cells - 1
+    return max(cy - rings, 0), min(cy + rings, last), max(cx - rings, 0), min(cx + rings, last)
+
+
 @shared(inline=False)
 def tag_runners_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_of, cell_start, cell_agents,
                         index_cells, tag_rings, tag_radius, step_penalty_for_tagger, step_reward_for_runner,
@@ -351,12 +360,9 @@ def tag_runners_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_
     best_d2 = FAR
     xa = x[g, a]
     ya = y[g, a]
-    c = cell_of[g, a]
-    cy = c // index_cells
-    cx = c - cy * index_cells
-    last = index_cells - 1
-    for qy in range(max(cy - tag_rings, 0), min(cy + tag_rings, last) + 1):
-        for qx in range(max(cx - tag_rings, 0), min(cx + tag_rings, last) + 1):
+    qy0, qy1, qx0, qx1 = cell_window(cell_of[g, a], index_cells, tag_rings)
+    for qy in range(qy0, qy1 + 1):
+        for qx in range(qx0, qx1 + 1):
             q = qy * index_cells + qx
             for p in range(cell_start[g, q], cell_start[g, q + 1]):
                 j = cell_agents[g, p]
@@ -383,11 +389,9 @@ def reward_taggers_and_survivors_indexed(g, a, alive, agent_type, tagged_by, rew
         c = cell_of[g, a]
         if c == index_cells * index_cells:  # out of the game: it tagged no one (runners look for alive taggers)
             return
-        cy = c // index_cells
-        cx = c - cy * index_cells
-        last = index_cells - 1
-        for qy in range(max(cy - tag_rings, 0), min(cy + tag_rings, last) + 1):
-            for qx in range(max(cx - tag_rings, 0), min(cx + tag_rings, last) + 1):
+        qy0, qy1, qx0, qx1 = cell_window(c, index_cells, tag_rings)
+        for qy in range(qy0, qy1 + 1):
+            for qx in range(qx0, qx1 + 1):
                 q = qy * index_cells + qx
                 for p in range(cell_start[g, q], cell_start[g, q + 1]):
                     if tagged_by[g, cell_agents[g, p]] == a:
