@@ -1,0 +1,81 @@
+"""Registers, stack frame and PTX size of an env's CUDA step kernel, compiled for a GPU that need not be here.
+
+    python benchmarks/ptx_report.py WarpTag-v0 --param num_taggers=100 --param num_runners=900 [--cc 9.0]
+
+Numba compiles the generated kernel to PTX through NVRTC (the ``nvidia-cuda-nvrtc`` wheel is enough; no
+driver, no GPU), and ``ptxas -v`` from a CUDA toolkit, when one is on ``PATH`` or under ``CUDA_HOME``,
+reports what the GPU would run: registers per thread (they set the occupancy), stack frame bytes (local
+memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. These are static figures: they rank
+kernel variants (see ``benchmarks/NOTES.md``), they do not time them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import types
+from pathlib import Path
+
+import gymnasium as gym
+import numba
+import numba.cuda.dispatcher
+from numba import cuda
+
+import gpu_vecenv  # noqa: F401  (registers the envs)
+from gpu_vecenv.backends import _kernel_tensors
+from gpu_vecenv.check import parse_param
+from gpu_vecenv.codegen import load_kernel_module
+
+
+def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> str:
+    envs = gym.make_vec(env_id, num_envs=2, device="cpu", **params).unwrapped
+    module = load_kernel_module(envs.definition, "cuda")
+    tensors = _kernel_tensors(envs._buffers, envs._params, envs._actions, envs._arena.kernel)
+    signature = tuple(numba.typeof(t.numpy()) for t in tensors) + (numba.int64,)
+    # Device functions that are real calls (@shared(inline=False)) are compiled for "the current device";
+    # with no driver there is none, so name the target here.
+    numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    ptx, _ = cuda.compile_ptx(module.run.py_func, signature, cc=cc)
+    return ptx
+
+
+def ptxas_report(ptx: str, cc: tuple[int, int]) -> str:
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    ptxas = shutil.which("ptxas") or (str(Path(home, "bin", "ptxas")) if Path(home, "bin", "ptxas").exists() else None)
+    if ptxas is None:
+        return "ptxas not found (set CUDA_HOME)"
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp, "kernel.ptx")
+        source.write_text(ptx)
+        out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(source), "-o", str(Path(tmp, "k.cubin"))],
+                             capture_output=True, text=True, check=True).stderr  # fmt: skip
+    registers = re.search(r"Used (\d+) registers", out)
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", out)
+    stack, spilled = frame.groups() if frame else ("?", "?")
+    return f"{registers.group(1) if registers else '?'} registers, {stack} B stack frame, {spilled} B spilled"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("env_id")
+    parser.add_argument("--param", type=parse_param, action="append", default=[], help="env parameter NAME=VALUE")
+    parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0, the H200)")
+    parser.add_argument("--ptx", type=Path, help="also write the PTX here")
+    args = parser.parse_args()
+    cc = tuple(int(part) for part in args.cc.split("."))
+    ptx = ptx_of(args.env_id, dict(args.param), (cc[0], cc[1]))
+    if args.ptx:
+        args.ptx.write_text(ptx)
+    instructions = sum(1 for line in ptx.splitlines() if re.match(r"\s+[a-z@]", line))
+    print(
+        f"{args.env_id} {dict(args.param)} sm_{cc[0]}{cc[1]}: {ptxas_report(ptx, (cc[0], cc[1]))}, "
+        f"{instructions} PTX instructions"
+    )
+
+
+if __name__ == "__main__":
+    main()
