@@ -80,8 +80,12 @@ class _Writer:
     @contextmanager
     def agents(self, order_bit: int | None = None) -> Iterator[None]:
         if self.target == "cuda":
-            with self.block("for a in range(tid, num_agents, nthreads):"):
+            # a is uint32 in every loop of the CUDA kernel: an unsigned subscript needs no negative-index
+            # wraparound (a compare and a select on 64 bits per subscript). uint32 mixed with int64 is int64.
+            self.line("a = tid")
+            with self.block("while a < num_agents:"):
                 yield
+                self.line("a = np.uint32(a + nthreads)")
         elif order_bit is None:
             with self.block("for a in range(num_agents):"):
                 yield
@@ -99,17 +103,17 @@ class _Writer:
             # Thread tid takes entries tid, tid + nthreads, ... of the game's flat (agent, entry) order; the
             # pair is stepped by (nthreads // obs_dim, nthreads % obs_dim) with one carry, not divided per entry
             # (a 64-bit division costs more instructions than the entry itself).
-            self.line(f"a = tid // {obs_dim}")
-            self.line(f"i = tid - a * {obs_dim}")
-            self.line(f"step_a = nthreads // {obs_dim}")
-            self.line(f"step_i = nthreads - step_a * {obs_dim}")
+            self.line(f"a = np.uint32(tid // {obs_dim})")
+            self.line(f"i = np.uint32(tid - a * {obs_dim})")
+            self.line(f"step_a = np.uint32(nthreads // {obs_dim})")
+            self.line(f"step_i = np.uint32(nthreads - step_a * {obs_dim})")
             with self.block("while a < num_agents:"):
                 yield
-                self.line("i += step_i")
-                self.line("a += step_a")
+                self.line("i = np.uint32(i + step_i)")
+                self.line("a = np.uint32(a + step_a)")
                 with self.block(f"if i >= {obs_dim}:"):
-                    self.line(f"i -= {obs_dim}")
-                    self.line("a += 1")
+                    self.line(f"i = np.uint32(i - {obs_dim})")
+                    self.line("a = np.uint32(a + 1)")
         else:
             with self.agents(order_bit):
                 with self.block(f"for i in range({obs_dim}):"):
