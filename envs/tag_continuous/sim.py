@@ -104,49 +104,59 @@ def observe_all(g, a, i, obs, num_observed, x, y, speed, direction, acceleration
 
 
 @shared
-def insert_nearest(j, d2, found, k_max, near_d2, near_id):
-    """Put agent ``j`` at squared distance ``d2`` into the running top-K list, sorted by distance then id.
+def clear_nearest(k_max, near_d2, near_id):
+    """An empty top-K list: every place at infinite distance with id -1 (an empty place of ``nbr_id``)."""
+    for m in range(k_max):
+        near_d2[m] = FAR
+        near_id[m] = -1
 
-    ``found`` agents are listed; a full list drops its last. The caller has
-    already checked that ``j`` belongs in the list. Returns the new count.
+
+@shared
+def insert_nearest(j, d2, k_max, near_d2, near_id):
+    """Put agent ``j`` at squared distance ``d2`` into the top-K list, kept sorted by distance then id.
+
+    Every place is visited: the candidate takes the first place it beats and
+    carries that place's agent on to the next, the last one falling off. The
+    fixed trip count lets the GPU compiler unroll the loop, keep the list in
+    registers and turn the swaps into selects (no branch, no local memory).
+    The caller has already checked that ``j`` beats the last place.
     """
-    m = found if found < k_max else k_max - 1
-    while m > 0 and (near_d2[m - 1] > d2 or (near_d2[m - 1] == d2 and near_id[m - 1] > j)):
-        near_d2[m] = near_d2[m - 1]
-        near_id[m] = near_id[m - 1]
-        m -= 1
-    near_d2[m] = d2
-    near_id[m] = j
-    return found + 1 if found < k_max else found
+    carry_d2 = d2
+    carry_id = j
+    for m in range(k_max):
+        place_d2 = near_d2[m]
+        place_id = near_id[m]
+        beats = carry_d2 < place_d2 or (carry_d2 == place_d2 and carry_id < place_id)
+        near_d2[m] = carry_d2 if beats else place_d2
+        near_id[m] = carry_id if beats else place_id
+        carry_d2 = place_d2 if beats else carry_d2
+        carry_id = place_id if beats else carry_id
 
 
 @shared(inline=False)
 def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, nbr_id):
     """The K nearest alive others of agent ``a``, nearest first, ties to the lower id, into ``nbr_id[:, g, a]``.
 
-    The running top-K list is kept sorted by insertion in the scratch arrays
-    ``near_d2`` / ``near_id``; empty places get id -1 (fewer than K alive, or
-    ``a`` itself out of the game).
+    The running top-K list is kept sorted in the scratch arrays ``near_d2`` /
+    ``near_id``; empty places get id -1 (fewer than K alive, or ``a`` itself
+    out of the game).
     """
     k_max = num_observed
-    found = 0
+    clear_nearest(k_max, near_d2, near_id)
     if alive[g, a] != 0:
         xa = x[g, a]
         ya = y[g, a]
-        worst = FAR  # the K-th distance once the list is full: most candidates stop at this test
         for j in range(num_agents):
             if j == a or alive[g, j] == 0:
                 continue
             dx = x[g, j] - xa
             dy = y[g, j] - ya
             d2 = dx * dx + dy * dy
-            if d2 >= worst:
-                continue
-            found = insert_nearest(j, d2, found, k_max, near_d2, near_id)
-            if found == k_max:
-                worst = near_d2[k_max - 1]
+            # Ascending ids: a tie with the last place never beats it. Most candidates stop here.
+            if d2 < near_d2[k_max - 1]:
+                insert_nearest(j, d2, k_max, near_d2, near_id)
     for m in range(k_max):
-        nbr_id[m, g, a] = near_id[m] if m < found else -1
+        nbr_id[m, g, a] = near_id[m]
 
 
 @shared
@@ -200,7 +210,7 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
     out of id order, so ties are broken on the id explicitly.
     """
     k_max = num_observed
-    found = 0
+    clear_nearest(k_max, near_d2, near_id)
     if alive[g, a] != 0:
         xa = x[g, a]
         ya = y[g, a]
@@ -208,8 +218,6 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
         cy = c // index_cells
         cx = c - cy * index_cells
         last = index_cells - 1
-        worst = FAR
-        worst_id = -1
         rings = max(max(cx, last - cx), max(cy, last - cy))
         for r in range(rings + 1):
             for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
@@ -226,13 +234,11 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
                         dx = x[g, j] - xa
                         dy = y[g, j] - ya
                         d2 = dx * dx + dy * dy
-                        if found == k_max and (d2 > worst or (d2 == worst and j > worst_id)):
-                            continue
-                        found = insert_nearest(j, d2, found, k_max, near_d2, near_id)
-                        if found == k_max:
-                            worst = near_d2[k_max - 1]
-                            worst_id = near_id[k_max - 1]
-            if found == k_max:
+                        worst = near_d2[k_max - 1]
+                        if d2 < worst or (d2 == worst and j < near_id[k_max - 1]):
+                            insert_nearest(j, d2, k_max, near_d2, near_id)
+            worst = near_d2[k_max - 1]
+            if near_id[k_max - 1] >= 0:  # the list is full
                 gap = FAR  # distance from the agent to the nearest cell not yet searched
                 if cx - r > 0:
                     gap = min(gap, xa - np.float32(cx - r) * cell_size)
@@ -246,7 +252,7 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
                 if gap > ZERO and worst < gap * gap:
                     break
     for m in range(k_max):
-        nbr_id[m, g, a] = near_id[m] if m < found else -1
+        nbr_id[m, g, a] = near_id[m]
 
 
 @shared
