@@ -195,9 +195,9 @@ SCALE_AGENTS = (10, 30, 100, 300, 1000, 2000, 4096)
 WARPDRIVE_MAX_AGENTS = 1024  # one thread per agent, one block per game
 
 
-def scale_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
+def scale_preset(total_agents: int = SCALE_TOTAL_AGENTS, agents: tuple[int, ...] = SCALE_AGENTS) -> list[Case]:
     cases = []
-    for n in SCALE_AGENTS:
+    for n in agents:
         taggers = max(1, n // 11)
         peers = ("warpdrive",) if n <= WARPDRIVE_MAX_AGENTS else ()
         cases.append(Case(f"N={n}", total_agents // n, taggers, n - taggers, k=10, copy=False, peers=peers,
@@ -205,10 +205,10 @@ def scale_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
     return cases
 
 
-def index_preset(total_agents: int = SCALE_TOTAL_AGENTS) -> list[Case]:
+def index_preset(total_agents: int = SCALE_TOTAL_AGENTS, agents: tuple[int, ...] = SCALE_AGENTS) -> list[Case]:
     """The scale sizes twice: K-nearest by scanning every agent, and through the spatial index."""
     return [replace(case, name=f"{case.name} {'index' if indexed else 'scan'}", spatial_index=indexed)
-            for case in scale_preset(total_agents) for indexed in (False, True)]  # fmt: skip
+            for case in scale_preset(total_agents, agents) for indexed in (False, True)]  # fmt: skip
 
 
 def cpu_preset() -> list[Case]:
@@ -230,7 +230,7 @@ def quick_preset() -> list[Case]:
 
 PRESETS = {"targets": targets_preset, "scale": scale_preset, "index": index_preset, "cpu": cpu_preset,
            "quick": quick_preset}  # fmt: skip
-SIZED_PRESETS = ("scale", "index")  # take the total number of agents a step
+SIZED_PRESETS = ("scale", "index")  # take the total number of agents a step and the agents per game
 
 
 @dataclass(frozen=True)
@@ -683,6 +683,14 @@ def main() -> None:
         help="agents of all games together in the scale and index presets (a CPU needs fewer)",
     )
     parser.add_argument(
+        "--scale-agents",
+        type=int,
+        nargs="+",
+        default=list(SCALE_AGENTS),
+        metavar="N",
+        help=f"agents per game of the scale and index presets (default: {' '.join(map(str, SCALE_AGENTS))})",
+    )
+    parser.add_argument(
         "--cases", nargs="+", metavar="TEXT", help="keep only the presets' cases whose name contains one of these"
     )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
@@ -690,8 +698,12 @@ def main() -> None:
     if args.setup_probe:
         run_setup_probe(args.setup_probe)
         return
-    if args.scale_total_agents < max(SCALE_AGENTS):
-        parser.error(f"--scale-total-agents must be at least {max(SCALE_AGENTS)}, got {args.scale_total_agents}")
+    if min(args.scale_agents) < 2:
+        parser.error("--scale-agents: every game needs at least 2 agents (a tagger and a runner),"
+                     f" got {min(args.scale_agents)}")  # fmt: skip
+    if args.scale_total_agents < max(args.scale_agents):
+        parser.error(f"--scale-total-agents must be at least the largest --scale-agents, {max(args.scale_agents)},"
+                     f" got {args.scale_total_agents}")  # fmt: skip
 
     backend = args.backend or ("cuda" if torch.cuda.is_available() else "cpu")
     if backend == "cuda" and not torch.cuda.is_available():
@@ -701,7 +713,11 @@ def main() -> None:
     cases = [
         case
         for name in presets
-        for case in (PRESETS[name](args.scale_total_agents) if name in SIZED_PRESETS else PRESETS[name]())
+        for case in (
+            PRESETS[name](args.scale_total_agents, tuple(args.scale_agents))
+            if name in SIZED_PRESETS
+            else PRESETS[name]()
+        )  # fmt: skip
     ]
     if args.cases:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]
@@ -714,6 +730,7 @@ def main() -> None:
         "backend": backend,
         "presets": presets,
         "scale_total_agents": args.scale_total_agents,
+        "scale_agents": args.scale_agents,
         "timing": asdict(timing),
         **machine(device),
     }

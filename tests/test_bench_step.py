@@ -57,3 +57,28 @@ def test_the_agents_per_game_table_names_the_search_and_a_peer_that_cannot_launc
     assert "| 10 | 2 | scan | 100.00 | 200.00 |" in text
     assert "| 10 | 2 | index | 100.00 | 200.00 |" in text
     assert "| 1000 | 2 | index | 1.00 | fails to launch |" in text
+
+
+def test_the_index_preset_takes_the_agents_per_game_to_sweep():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_step import index_preset
+
+    cases = index_preset(1200, agents=(12, 400))
+    assert [(c.name, c.games, c.taggers + c.runners, c.spatial_index) for c in cases] == [
+        ("N=12 scan", 100, 12, False), ("N=12 index", 100, 12, True),
+        ("N=400 scan", 3, 400, False), ("N=400 index", 3, 400, True),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--scale-agents", "1"], "--scale-agents: every game needs at least 2 agents"),
+        (["--scale-agents", "500", "--scale-total-agents", "300"], "must be at least the largest --scale-agents, 500"),
+    ],
+)
+def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--backend", "cpu", "--preset", "index",
+               *arguments]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
