@@ -148,7 +148,7 @@ class Case:
     spec_warpdrive_ms: float | None = None  # the game specification's H200 figure for this configuration
     setup_probe: bool = False
     group: str = "targets"
-    spatial_index: bool | None = None  # WarpTag-v0's choice (from 256 agents on) unless set
+    spatial_index: bool | None = None  # WarpTag-v0's choice (SPATIAL_INDEX_MIN_AGENTS) unless set
 
     @property
     def agents(self) -> int:

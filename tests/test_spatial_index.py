@@ -1,7 +1,7 @@
 """The spatial index finds exactly the K nearest agents that the full scan finds.
 
 WarpTag-v0 searches the K nearest agents through a grid of cells (``spatial_index=True``,
-the default from 256 agents on) or by scanning every agent. The observations must be
+the default from 512 agents on a GPU, 256 on a CPU) or by scanning every agent. The observations must be
 bit-identical either way, ties (equal distances, broken towards the lower id), agents on
 cell borders and arena edges, agents leaving the game and K above the agents alive included.
 """
@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
-from envs.tag_continuous.env import SPATIAL_INDEX_MIN_AGENTS, index_cells_per_side
+from envs.tag_continuous.config import TagConfig
+from envs.tag_continuous.env import SPATIAL_INDEX_MIN_AGENTS, index_cells_per_side, tag_definition
 from gpu_vecenv.oracle import compare_with_reference
 
 
@@ -99,19 +100,37 @@ def test_4096_agents_a_game():
     assert_same(indexed, scanned)
 
 
-def test_the_index_is_chosen_from_256_agents_on_unless_told():
+def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backend_unless_told():
     def uses_index(**params):
         envs = gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", **params)
         return "cell_of" in envs.state
 
-    assert SPATIAL_INDEX_MIN_AGENTS == 256
+    def cuda_definition_uses_index(num_runners):
+        definition = tag_definition(TagConfig(num_runners=num_runners), backend="cuda")
+        return "cell_of" in {array.name for array in definition.state}
+
+    assert SPATIAL_INDEX_MIN_AGENTS == {"cuda": 512, "cpu": 256}
     assert not uses_index()  # 110 agents
-    assert uses_index(num_runners=246)
+    assert not uses_index(num_runners=245) and uses_index(num_runners=246)  # 10 taggers + 246 = 256
+    assert not cuda_definition_uses_index(501) and cuda_definition_uses_index(502)  # 10 + 502 = 512
     assert not uses_index(num_runners=246, spatial_index=False)
     assert uses_index(spatial_index=True)
     assert not uses_index(num_runners=246, use_full_observation=True, spatial_index=True)
     with pytest.raises(TypeError, match="spatial_index must be True, False or None, got 'yes'"):
         gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", spatial_index="yes")
+    with pytest.raises(ValueError, match=r"backend must be one of \['cpu', 'cuda'\], got 'gpu'"):
+        tag_definition(TagConfig(), backend="gpu")
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_default_search_follows_the_gpu_threshold():
+    def uses_index(**params):
+        envs = gym.make_vec("WarpTag-v0", num_envs=1, **params)
+        return "cell_of" in envs.state
+
+    assert not uses_index(num_runners=246)  # no device named: the GPU, where the scan pays to 511 agents
+    assert not uses_index(device="cuda", num_runners=501) and uses_index(device="cuda", num_runners=502)
+    assert uses_index(device="cpu", num_runners=246)
 
 
 def test_cell_starts_fit_in_an_agent_sized_array():

@@ -21,8 +21,10 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 
 
 # From this many agents on, the K-nearest search uses the spatial index unless told otherwise: below it,
-# scanning every agent costs about as much as building the index.
-SPATIAL_INDEX_MIN_AGENTS = 256
+# scanning every agent costs no more than building and searching the index. Measured per backend (scan and
+# index at 300-800 agents, benchmarks/results/h200_2026-12-04c/sweep/ and cpu_2026-12-04/index/): on an
+# H200 they cost the same at about 450 agents, on a CPU the index already wins at 100-300.
+SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
@@ -35,20 +37,23 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
     return max(1, math.isqrt(num_agents // max(2, k // 2)))
 
 
-def tag_definition(config: TagConfig, spatial_index: bool | None = None) -> EnvDefinition:
+def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str = "cuda") -> EnvDefinition:
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
     every step (O(N) per game, then O(K) candidates per agent) instead of
     scanning all N agents; ``None`` chooses it from
-    ``SPATIAL_INDEX_MIN_AGENTS`` agents on. The observations are the same
-    either way. Ignored with the full observation.
+    ``SPATIAL_INDEX_MIN_AGENTS[backend]`` agents on (``backend``: ``"cuda"`` or
+    ``"cpu"``, the backend the env will run on). The observations, tags and
+    rewards are the same either way. Ignored with the full observation.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
         raise TypeError(f"WarpTag: spatial_index must be True, False or None, got {spatial_index!r}")
+    if backend not in SPATIAL_INDEX_MIN_AGENTS:
+        raise ValueError(f"WarpTag: backend must be one of {sorted(SPATIAL_INDEX_MIN_AGENTS)}, got {backend!r}")
     indexed = not config.use_full_observation and (
-        n >= SPATIAL_INDEX_MIN_AGENTS if spatial_index is None else bool(spatial_index)
+        n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
     state = [
         StateArray("x", "float32"),
@@ -211,4 +216,8 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index"}, **kwargs)
-    return GpuVectorEnv(tag_definition(config, spatial_index), num_games=num_envs, **env_kwargs)
+    # GpuVectorEnv resolves the device (and rejects a bad one); here it only picks the default search.
+    device = env_kwargs.get("device")
+    on_cuda = torch.cuda.is_available() if device is None else str(device).startswith("cuda")
+    definition = tag_definition(config, spatial_index, backend="cuda" if on_cuda else "cpu")
+    return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
