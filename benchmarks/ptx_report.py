@@ -1,11 +1,14 @@
 """Registers, stack frame and PTX size of an env's CUDA step kernel, compiled for a GPU that need not be here.
 
     python benchmarks/ptx_report.py WarpTag-v0 --param num_taggers=100 --param num_runners=900 [--cc 9.0]
+    python benchmarks/ptx_report.py WarpTag-v0 --max-registers 64     # what a register cap would spill
 
 Numba compiles the generated kernel to PTX through NVRTC (the ``nvidia-cuda-nvrtc`` wheel is enough; no
 driver, no GPU), and ``ptxas -v`` from a CUDA toolkit, when one is on ``PATH`` or under ``CUDA_HOME``,
 reports what the GPU would run: registers per thread (they set the occupancy), stack frame bytes (local
-memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. These are static figures: they rank
+memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. The env is made on the CPU, so a
+default that depends on the device (WarpTag-v0's search between 256 and 511 agents) is the CPU's: name
+it with ``--param spatial_index=false`` to see the GPU's kernel there. These are static figures: they rank
 kernel variants (see ``benchmarks/NOTES.md``), they do not time them.
 """
 
@@ -43,7 +46,7 @@ def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> str:
     return ptx
 
 
-def ptxas_report(ptx: str, cc: tuple[int, int]) -> str:
+def ptxas_report(ptx: str, cc: tuple[int, int], max_registers: int | None = None) -> str:
     home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     ptxas = shutil.which("ptxas") or (str(Path(home, "bin", "ptxas")) if Path(home, "bin", "ptxas").exists() else None)
     if ptxas is None:
@@ -51,8 +54,10 @@ def ptxas_report(ptx: str, cc: tuple[int, int]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp, "kernel.ptx")
         source.write_text(ptx)
-        out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(source), "-o", str(Path(tmp, "k.cubin"))],
-                             capture_output=True, text=True, check=True).stderr  # fmt: skip
+        # The same cap as numba-cuda's max_registers= (there applied when the driver compiles the PTX).
+        cap = ["--maxrregcount", str(max_registers)] if max_registers else []
+        command = [ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", *cap, str(source), "-o", str(Path(tmp, "k.cubin"))]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stderr
     registers = re.search(r"Used (\d+) registers", out)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", out)
     stack, spilled = frame.groups() if frame else ("?", "?")
@@ -65,15 +70,19 @@ def main() -> None:
     parser.add_argument("--param", type=parse_param, action="append", default=[], help="env parameter NAME=VALUE")
     parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0, the H200)")
     parser.add_argument("--ptx", type=Path, help="also write the PTX here")
+    parser.add_argument("--max-registers", type=int, help="cap the registers per thread (ptxas --maxrregcount)")
     args = parser.parse_args()
+    if args.max_registers is not None and not 16 <= args.max_registers <= 255:
+        parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
     cc = tuple(int(part) for part in args.cc.split("."))
     ptx = ptx_of(args.env_id, dict(args.param), (cc[0], cc[1]))
     if args.ptx:
         args.ptx.write_text(ptx)
     instructions = sum(1 for line in ptx.splitlines() if re.match(r"\s+[a-z@]", line))
+    cap = f" (capped at {args.max_registers} registers)" if args.max_registers else ""
     print(
-        f"{args.env_id} {dict(args.param)} sm_{cc[0]}{cc[1]}: {ptxas_report(ptx, (cc[0], cc[1]))}, "
-        f"{instructions} PTX instructions"
+        f"{args.env_id} {dict(args.param)} sm_{cc[0]}{cc[1]}{cap}: "
+        f"{ptxas_report(ptx, (cc[0], cc[1]), args.max_registers)}, {instructions} PTX instructions"
     )
 
 
