@@ -33,7 +33,8 @@ from gpu_vecenv.shared import SIMULATOR
 # name -> (games, make_vec parameters); episode_length is short so that games end within the run.
 CONFIGS = {
     "default-110-agents": (64, dict(episode_length=6)),
-    "300-agents-over-256-threads": (8, dict(num_runners=290, episode_length=6)),
+    # spatial_index=True: at 300 agents the GPU's default is the scan; this size checks the index kernel.
+    "300-agents-over-256-threads": (8, dict(num_runners=290, episode_length=6, spatial_index=True)),
     "110-agents-on-32-threads": (16, dict(threads_per_block=32, episode_length=6)),
     "full-observation-24-agents": (
         16,

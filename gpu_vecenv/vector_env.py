@@ -53,7 +53,10 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
             return torch.device("cuda", torch.cuda.current_device())
         warnings.warn("gpu_vecenv: no CUDA device is available; using the CPU backend", stacklevel=4)
         return torch.device("cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(f"device={str(device)!r} was requested but torch sees no CUDA device")

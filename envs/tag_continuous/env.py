@@ -21,9 +21,9 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 
 
 # From this many agents on, the K-nearest search uses the spatial index unless told otherwise: below it,
-# scanning every agent costs no more than building and searching the index. Measured per backend (scan and
-# index at 300-800 agents, benchmarks/results/h200_2026-12-04c/sweep/ and cpu_2026-12-04/index/): on an
-# H200 they cost the same at about 450 agents, on a CPU the index already wins at 100-300.
+# scanning every agent costs no more than building and searching the index. Measured per backend: on an
+# H200 they cost the same at about 450 agents (benchmarks/results/h200_2026-12-04c/sweep/); on a 2-core CPU
+# the index's rollouts are faster from 100-300 agents on (cpu_2026-12-04/index/, single noisy windows).
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
 
@@ -218,6 +218,9 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index"}, **kwargs)
     # GpuVectorEnv resolves the device (and rejects a bad one); here it only picks the default search.
     device = env_kwargs.get("device")
-    on_cuda = torch.cuda.is_available() if device is None else str(device).startswith("cuda")
+    try:
+        on_cuda = torch.cuda.is_available() if device is None else torch.device(device).type == "cuda"
+    except (RuntimeError, TypeError):
+        on_cuda = False  # not a device: GpuVectorEnv rejects it with the expected forms
     definition = tag_definition(config, spatial_index, backend="cuda" if on_cuda else "cpu")
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
