@@ -192,9 +192,10 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
         if target == "cuda":
             for arr in definition.scratch:
                 w.line(f"{arr.name} = cuda.local.array({arr.length}, numba.{arr.dtype})")
-            w.line("g = cuda.blockIdx.x")
-            w.line("tid = cuda.threadIdx.x")
-            w.line("nthreads = cuda.blockDim.x")
+            # numba-cuda types the thread and block indices int32; as uint32 every g, a and i below is unsigned.
+            w.line("g = np.uint32(cuda.blockIdx.x)")
+            w.line("tid = np.uint32(cuda.threadIdx.x)")
+            w.line("nthreads = np.uint32(cuda.blockDim.x)")
             _game_body(w, definition, aliases)
         else:
             with w.block("for g in numba.prange(game_i64.shape[1]):"):
