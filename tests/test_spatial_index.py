@@ -118,6 +118,10 @@ def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backe
     assert not uses_index(num_runners=246, use_full_observation=True, spatial_index=True)
     with pytest.raises(TypeError, match="spatial_index must be True, False or None, got 'yes'"):
         gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", spatial_index="yes")
+    # Without a backend named, the definition is for the device an env made without one would get.
+    default_backend = "cuda" if torch.cuda.is_available() else "cpu"
+    indexed = "cell_of" in {array.name for array in tag_definition(TagConfig(num_runners=300)).state}
+    assert indexed == (10 + 300 >= SPATIAL_INDEX_MIN_AGENTS[default_backend])
     with pytest.raises(ValueError, match=r"backend must be one of \['cpu', 'cuda'\], got 'gpu'"):
         tag_definition(TagConfig(), backend="gpu")
 

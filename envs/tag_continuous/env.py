@@ -37,19 +37,22 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
     return max(1, math.isqrt(num_agents // max(2, k // 2)))
 
 
-def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str = "cuda") -> EnvDefinition:
+def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None) -> EnvDefinition:
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
     every step (O(N) per game, then O(K) candidates per agent) instead of
     scanning all N agents; ``None`` chooses it from
     ``SPATIAL_INDEX_MIN_AGENTS[backend]`` agents on (``backend``: ``"cuda"`` or
-    ``"cpu"``, the backend the env will run on). The observations, tags and
-    rewards are the same either way. Ignored with the full observation.
+    ``"cpu"``, the backend the env will run on; ``None``: ``"cuda"`` when torch
+    sees a GPU, as for an env made without a device). The observations, tags
+    and rewards are the same either way. Ignored with the full observation.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
         raise TypeError(f"WarpTag: spatial_index must be True, False or None, got {spatial_index!r}")
+    if backend is None:
+        backend = "cuda" if torch.cuda.is_available() else "cpu"
     if backend not in SPATIAL_INDEX_MIN_AGENTS:
         raise ValueError(f"WarpTag: backend must be one of {sorted(SPATIAL_INDEX_MIN_AGENTS)}, got {backend!r}")
     indexed = not config.use_full_observation and (
