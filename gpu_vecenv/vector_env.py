@@ -47,7 +47,10 @@ def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
     )
 
 
-def _resolve_device(device: str | torch.device | None) -> torch.device:
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """The device an env asked for ``device`` runs on: ``None`` is the current CUDA device, else the CPU
+    (with a warning); ``"cuda"`` gets its index. Raises ``ValueError`` for anything but a CPU or a visible
+    CUDA device."""
     if device is None:
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
@@ -138,7 +141,7 @@ class GpuVectorEnv(VectorEnv):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"{name}: render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.definition = definition
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.backend = self._resolve_backend(backend)
         mode = _autoreset_mode(autoreset_mode)
         self.metadata = {"autoreset_mode": mode, "render_modes": ["rgb_array"]}

@@ -15,7 +15,7 @@ from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
-from gpu_vecenv.vector_env import GpuVectorEnv
+from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
 RESET_OPTIONS = ("initial_positions", "initial_directions")
 
@@ -219,11 +219,7 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index"}, **kwargs)
-    # GpuVectorEnv resolves the device (and rejects a bad one); here it only picks the default search.
-    device = env_kwargs.get("device")
-    try:
-        on_cuda = torch.cuda.is_available() if device is None else torch.device(device).type == "cuda"
-    except (RuntimeError, TypeError):
-        on_cuda = False  # not a device: GpuVectorEnv rejects it with the expected forms
-    definition = tag_definition(config, spatial_index, backend="cuda" if on_cuda else "cpu")
+    # The device decides the default search, so it is resolved (or refused) before the definition is made.
+    env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
+    definition = tag_definition(config, spatial_index, backend=env_kwargs["device"].type)
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
