@@ -12,6 +12,7 @@
 # tree first on PYTHONPATH, so that its package and envs are imported. The kernel cache
 # (GPU_VECENV_CACHE_DIR) can be shared: kernel modules are named by a digest of the sources that made
 # them. Prints each run's table; OUTDIR/summary.txt has ms/step and kernel us per case, tree and round.
+# ROUNDS 0 runs nothing and only (re)writes OUTDIR/summary.txt from the runs already there.
 set -uo pipefail
 out=${1:?usage: bash benchmarks/ab_trees.sh OUTDIR ROUNDS NAME=TREE ... -- BENCH_STEP_ARGS...}
 rounds=${2:?ROUNDS}
@@ -19,7 +20,7 @@ shift 2
 trees=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do trees+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
-[ ${#trees[@]} -ge 2 ] || { echo "ab_trees.sh: give at least two NAME=TREE" >&2; exit 2; }
+[ "$rounds" -eq 0 ] || [ ${#trees[@]} -ge 2 ] || { echo "ab_trees.sh: give at least two NAME=TREE" >&2; exit 2; }
 mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
   for spec in "${trees[@]}"; do
