@@ -112,21 +112,28 @@ def clear_nearest(k_max, near_d2, near_id):
 
 
 @shared
-def insert_nearest(j, d2, k_max, near_d2, near_id):
+def insert_nearest(j, d2, k_max, near_d2, near_id, later_id):
     """Put agent ``j`` at squared distance ``d2`` into the top-K list, kept sorted by distance then id.
 
     Every place is visited: the candidate takes the first place it beats and
     carries that place's agent on to the next, the last one falling off. The
     fixed trip count lets the GPU compiler unroll the loop, keep the list in
     registers and turn the swaps into selects (no branch, no local memory).
-    The caller has already checked that ``j`` beats the last place.
+    As the list is sorted, the candidate beats every place after the first it
+    beats, so each place is compared with the candidate, not with the carry.
+    ``later_id`` (a constant at each call) says that ``j`` is larger than every
+    id in the list, as in a scan by ascending id: a tie in distance then never
+    beats, and one comparison a place decides. The caller has already checked
+    that ``j`` beats the last place.
     """
     carry_d2 = d2
     carry_id = j
     for m in range(k_max):
         place_d2 = near_d2[m]
         place_id = near_id[m]
-        beats = carry_d2 < place_d2 or (carry_d2 == place_d2 and carry_id < place_id)
+        beats = d2 < place_d2
+        if not later_id:
+            beats = beats or (d2 == place_d2 and j < place_id)
         near_d2[m] = carry_d2 if beats else place_d2
         near_id[m] = carry_id if beats else place_id
         carry_d2 = place_d2 if beats else carry_d2
@@ -154,7 +161,7 @@ def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, 
             d2 = dx * dx + dy * dy
             # Ascending ids: a tie with the last place never beats it. Most candidates stop here.
             if d2 < near_d2[k_max - 1]:
-                insert_nearest(j, d2, k_max, near_d2, near_id)
+                insert_nearest(j, d2, k_max, near_d2, near_id, True)
     for m in range(k_max):
         nbr_id[m, g, a] = near_id[m]
 
@@ -236,7 +243,7 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
                         d2 = dx * dx + dy * dy
                         worst = near_d2[k_max - 1]
                         if d2 < worst or (d2 == worst and j < near_id[k_max - 1]):
-                            insert_nearest(j, d2, k_max, near_d2, near_id)
+                            insert_nearest(j, d2, k_max, near_d2, near_id, False)
             worst = near_d2[k_max - 1]
             if near_id[k_max - 1] >= 0:  # the list is full
                 gap = FAR  # distance from the agent to the nearest cell not yet searched
