@@ -96,28 +96,58 @@ class _Writer:
                 self.line(f"a = num_agents - 1 - _i if (agent_order >> {order_bit}) & 1 else _i")
                 yield
 
-    @contextmanager
-    def entries(self, obs_dim: int, order_bit: int | None = None) -> Iterator[None]:
-        """Every observation entry ``(a, i)`` of the game; on the GPU consecutive threads take consecutive entries."""
-        if self.target == "cuda":
-            # Thread tid takes entries tid, tid + nthreads, ... of the game's flat (agent, entry) order; the
-            # pair is stepped by (nthreads // obs_dim, nthreads % obs_dim) with one carry, not divided per entry
-            # (a 64-bit division costs more instructions than the entry itself).
-            self.line(f"a = np.uint32(tid // {obs_dim})")
-            self.line(f"i = np.uint32(tid - a * {obs_dim})")
-            self.line(f"step_a = np.uint32(nthreads // {obs_dim})")
-            self.line(f"step_i = np.uint32(nthreads - step_a * {obs_dim})")
-            with self.block("while a < num_agents:"):
-                yield
-                self.line("i = np.uint32(i + step_i)")
-                self.line("a = np.uint32(a + step_a)")
-                with self.block(f"if i >= {obs_dim}:"):
-                    self.line(f"i = np.uint32(i - {obs_dim})")
-                    self.line("a = np.uint32(a + 1)")
-        else:
+    def entries(self, body: str, obs_dim: int, order_bit: int | None = None, block: int | None = None) -> None:
+        """The line ``body`` for every observation entry ``(a, i)`` of the game (``block``: see :class:`Phase`)."""
+        if self.target != "cuda":
             with self.agents(order_bit):
                 with self.block(f"for i in range({obs_dim}):"):
-                    yield
+                    self.line(body)
+            return
+        if block is None or block >= obs_dim:
+            block = obs_dim
+        whole = obs_dim // block if block < obs_dim else 0
+        if whole:
+            # Thread tid takes entries tid, tid + nthreads, ... of the flat (block r, agent a, entry k of the
+            # block) order, i = r * block + k; the triple is stepped with carries, not divided per entry.
+            self.line(f"k = np.uint32(tid % {block})")
+            self.line(f"a = np.uint32(tid // {block})")
+            self.line("r = np.uint32(a // num_agents)")
+            self.line("a = np.uint32(a - r * num_agents)")
+            self.line(f"step_k = np.uint32(nthreads % {block})")
+            self.line(f"step_a = np.uint32(nthreads // {block})")
+            self.line("step_r = np.uint32(step_a // num_agents)")
+            self.line("step_a = np.uint32(step_a - step_r * num_agents)")
+            with self.block(f"while r < {whole}:"):
+                self.line(f"i = np.uint32(r * {block} + k)")
+                self.line(body)
+                self.line("k = np.uint32(k + step_k)")
+                self.line("a = np.uint32(a + step_a)")
+                self.line("r = np.uint32(r + step_r)")
+                with self.block(f"if k >= {block}:"):
+                    self.line(f"k = np.uint32(k - {block})")
+                    self.line("a = np.uint32(a + 1)")
+                with self.block("if a >= num_agents:"):
+                    self.line("a = np.uint32(a - num_agents)")
+                    self.line("r = np.uint32(r + 1)")
+        rest = obs_dim - whole * block
+        if not rest:
+            return
+        first = obs_dim - rest
+        # The entries first..obs_dim-1 of every agent in (agent, entry) order: thread tid takes tid,
+        # tid + nthreads, ...; the pair is stepped by (nthreads // rest, nthreads % rest) with one carry, not
+        # divided per entry (a 64-bit division costs more instructions than the entry itself).
+        self.line(f"a = np.uint32(tid // {rest})")
+        self.line(f"k = np.uint32(tid - a * {rest})")
+        self.line(f"step_a = np.uint32(nthreads // {rest})")
+        self.line(f"step_k = np.uint32(nthreads - step_a * {rest})")
+        with self.block("while a < num_agents:"):
+            self.line(f"i = np.uint32(k + {first})" if first else "i = k")
+            self.line(body)
+            self.line("k = np.uint32(k + step_k)")
+            self.line("a = np.uint32(a + step_a)")
+            with self.block(f"if k >= {rest}:"):
+                self.line(f"k = np.uint32(k - {rest})")
+                self.line("a = np.uint32(a + 1)")
 
     @contextmanager
     def once(self) -> Iterator[None]:
@@ -152,8 +182,7 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
     for phase in phases:
         call = f"{aliases[id(phase.fn)]}({', '.join(phase.parameters)})"
         if phase.per == "entry":
-            with w.entries(obs_dim, order.index(phase)):
-                w.line(call)
+            w.entries(call, obs_dim, order.index(phase), phase.entry_block)
         elif phase.per == "agent":
             with w.agents(order.index(phase)):
                 w.line(call)
@@ -279,8 +308,7 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
             with w.block(f"if autoreset_mode == {SAME_STEP}:"):
                 w.line("final_active_out[g, a] = active_out[g, a] and is_done")
         with w.block(f"if autoreset_mode == {SAME_STEP}:"):
-            with w.entries(definition.obs_dim):
-                w.line("final_obs[g, a, i] = obs[g, a, i] if is_done else np.float32(0.0)")
+            w.entries("final_obs[g, a, i] = obs[g, a, i] if is_done else np.float32(0.0)", definition.obs_dim)
         with w.block("if is_done:"):
             with w.block(f"if autoreset_mode == {NEXT_STEP}:"):
                 with w.once():

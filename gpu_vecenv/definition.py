@@ -22,7 +22,9 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
   (``Phase(fn, per="entry")``, parameters ``g``, ``a`` and ``i``), writing only
   ``obs[g, a, i]``. On the GPU consecutive threads then write consecutive
   addresses (coalesced stores), where a phase per agent writes its own row
-  (``obs_dim`` floats apart from its neighbour's).
+  (``obs_dim`` floats apart from its neighbour's). ``entry_block`` orders the
+  entries so that a warp takes the same entries of neighbouring agents
+  (see :class:`Phase`).
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -67,8 +70,29 @@ FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
 FRAMEWORK_NAMES = frozenset(
     {"g", "a", "num_agents", "obs", "rewards"} | set(FRAMEWORK_GAME_ARRAYS) | set(FRAMEWORK_AGENT_ARRAYS)
 )
+# Names the generated kernel binds for itself: module globals, its arguments (the packed buffers, the
+# outputs, op), the runtime parameters, views of the outputs and its local variables. An env's name among
+# them would be overwritten inside the kernel, so validate() refuses it (so are nvec0, nvec1, ... and
+# _phase0, _phase1, ...).
+KERNEL_NAMES = frozenset(
+    {"np", "numba", "cuda", "math", "run", "op", "actions_in", "flags", "final_obs", "params_f32", "params_i64"}
+    | {f"{scope}_{dtype}" for scope in ("agent", "game") for dtype in ("f32", "f64", "i32", "i64")}
+    | {"autoreset_mode", "max_episode_steps", "agent_order"}
+    | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
+    | {"tid", "nthreads", "i", "k", "r", "step_a", "step_k", "step_r", "v", "_i"}
+    | {"pending", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
+)
+_KERNEL_NAME_PATTERN = re.compile(r"nvec\d+|_phase\d+")
 _DTYPES = ("float32", "float64", "int32", "int64")
 _ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
+
+
+def _refuse_kernel_name(where: str, what: str, name: str) -> None:
+    if name in KERNEL_NAMES or _KERNEL_NAME_PATTERN.fullmatch(name):
+        raise ValueError(
+            f"{where}: {what} {name!r} has a name the generated kernel uses for itself; rename it "
+            "(reserved: gpu_vecenv.definition.KERNEL_NAMES, nvec0, nvec1, ... and _phase0, _phase1, ...)"
+        )
 
 
 @dataclass(frozen=True)
@@ -94,10 +118,29 @@ class StateArray:
 
 @dataclass(frozen=True)
 class Phase:
-    """A shared function run once per agent (``per="agent"``), once per game, or once per observation entry."""
+    """A shared function run once per agent (``per="agent"``), once per game, or once per observation entry.
+
+    Args:
+        fn: the phase, decorated with :func:`gpu_vecenv.shared`.
+        per: ``"agent"``, ``"game"`` or ``"entry"``.
+        entry_block: for an entry phase, how the GPU hands the entries to
+            threads. ``None`` (the default): each agent's ``obs_dim`` entries
+            in a row, agent after agent. An integer ``B``: the entries in
+            blocks of ``B`` consecutive entries of one agent, block ``r`` of
+            every agent before block ``r + 1`` of any (the entries after the
+            last whole block come last, agent after agent), so that the
+            threads of a warp compute the same entries of neighbouring
+            agents. Give the length of a run of entries that take the same
+            branches in ``fn``, such as the agents listed per feature of a
+            feature-major observation: a warp then takes one branch, where
+            in agent order it would take each run's branch in turn. The
+            stores stay in runs of ``B`` consecutive floats. Results do not
+            depend on it; the CPU backend ignores it.
+    """
 
     fn: Callable[..., Any]
     per: PhaseScope = "agent"
+    entry_block: int | None = None
 
     @property
     def name(self) -> str:
@@ -223,6 +266,7 @@ class EnvDefinition:
                 raise ValueError(f"{where}: state array name {arr.name!r} is not a Python identifier")
             if arr.name in FRAMEWORK_NAMES:
                 raise ValueError(f"{where}: state array {arr.name!r} shadows a framework name; rename it")
+            _refuse_kernel_name(where, "state array", arr.name)
             if arr.name in seen:
                 raise ValueError(f"{where}: state array {arr.name!r} is declared twice")
             seen.add(arr.name)
@@ -238,6 +282,7 @@ class EnvDefinition:
         for cname in self.constants:
             if cname in seen or cname in FRAMEWORK_NAMES:
                 raise ValueError(f"{where}: constant {cname!r} clashes with a state array or framework name")
+            _refuse_kernel_name(where, "constant", cname)
         if self.active is not None:
             match = [a for a in self.state if a.name == self.active]
             if not match or match[0].per != "agent" or match[0].dtype != "int32" or match[0].length != 1:
@@ -246,6 +291,7 @@ class EnvDefinition:
             if not arr.name.isidentifier() or arr.name in seen or arr.name in self.constants \
                     or arr.name in FRAMEWORK_NAMES:  # fmt: skip
                 raise ValueError(f"{where}: scratch array {arr.name!r} is no identifier or clashes with another name")
+            _refuse_kernel_name(where, "scratch array", arr.name)
             if arr.dtype not in _DTYPES or arr.length < 1:
                 raise ValueError(
                     f"{where}: scratch array {arr.name!r} needs a dtype of {_DTYPES} and length >= 1, "
@@ -260,6 +306,18 @@ class EnvDefinition:
                 )
             if phase.per == "entry" and phase not in self.observe_phases:
                 raise ValueError(f"{where}: phase {phase.name!r} has per='entry', which only observe phases may have")
+            if phase.entry_block is not None:
+                if phase.per != "entry":
+                    raise ValueError(
+                        f"{where}: phase {phase.name!r} has entry_block={phase.entry_block!r}, which only entry "
+                        f"phases (per='entry') may have; it has per={phase.per!r}"
+                    )
+                block = phase.entry_block
+                if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= self.obs_dim:
+                    raise ValueError(
+                        f"{where}: phase {phase.name!r} needs entry_block to be None or an integer in "
+                        f"[1, obs_dim={self.obs_dim}], got {block!r}"
+                    )
             module = getattr(phase.fn, "__module__", None)
             qualname = getattr(phase.fn, "__qualname__", "")
             if not module or "<locals>" in qualname:

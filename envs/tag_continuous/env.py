@@ -73,8 +73,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("tagged_by", "int32"),
     ]
     # Observations are written one entry per thread (per="entry"): neighbouring threads, neighbouring addresses.
+    # They are feature-major, runs of num_observed entries taking one branch of relative_feature: entry_block hands a
+    # warp the same run of neighbouring agents, so that it takes one branch instead of each run's in turn.
     if config.use_full_observation:
-        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry"),)
+        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=config.num_observed),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
         state += [StateArray("nbr_id", "int32", length=k, vector=True)]
@@ -86,10 +88,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 Phase(sim.assign_cell),
                 Phase(sim.build_index, "game"),
                 Phase(sim.find_nearest_indexed),
-                Phase(sim.observe_nearest, "entry"),
+                Phase(sim.observe_nearest, "entry", entry_block=config.num_observed),
             )
         else:
-            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry"))
+            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry", entry_block=config.num_observed))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),

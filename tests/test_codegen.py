@@ -1,0 +1,120 @@
+"""The kernel gpu_vecenv generates: which threads take which observation entries, and which names it binds.
+
+Entry phases (``Phase(fn, "entry", entry_block=B)``) hand the ``(agent, entry)`` pairs of a game to the
+block's threads by stride loops that step their counters with carries instead of dividing; these tests run
+those loops as plain Python for every thread and check that each pair is visited exactly once, in the
+documented order. The generated kernel also binds names of its own (loop counters, flags, output views);
+an env naming a state array or constant so would be overwritten inside the kernel, so the definition
+refuses such names.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+import numpy as np
+import pytest
+
+from envs.tag_continuous.config import TagConfig
+from envs.tag_continuous.env import tag_definition
+from gpu_vecenv.codegen import _Writer, generate_source
+from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray
+
+
+def entries_taken(num_agents, obs_dim, block, nthreads):
+    """``taken[tid]``: the ``(a, i)`` pairs thread ``tid`` visits, in order, as the generated CUDA loops do."""
+    w = _Writer("cuda")
+    w.entries("visits.append((int(a), int(i)))", obs_dim, block=block)
+    source = "def thread(tid, nthreads, num_agents, visits):\n" + "\n".join("    " + line for line in w.lines)
+    scope = {"np": np}
+    exec(source, scope)  # noqa: S102  (the text the kernel would hold)
+    taken = []
+    for tid in range(nthreads):
+        visits = []
+        scope["thread"](np.uint32(tid), np.uint32(nthreads), num_agents, visits)
+        taken.append(visits)
+    return taken
+
+
+def documented_order(num_agents, obs_dim, block):
+    """The flat order of :class:`Phase`: whole blocks (block r of every agent, then r + 1), then the rest by agent."""
+    whole = 0 if block is None or block >= obs_dim else obs_dim // block
+    order = [(a, r * block + k) for r in range(whole) for a in range(num_agents) for k in range(block)]
+    first = whole * block if whole else 0
+    return order + [(a, i) for a in range(num_agents) for i in range(first, obs_dim)]
+
+
+@pytest.mark.parametrize(
+    "num_agents, obs_dim, block, nthreads",
+    [
+        (110, 72, 10, 128),  # WarpTag's default: 7 blocks of 10 features, then the 2 tail entries
+        (110, 72, None, 128),  # agent after agent
+        (4, 23, 3, 32),  # 1+3 full observation
+        (105, 730, 104, 128),  # 5+100 full observation
+        (5, 12, 12, 3),  # a block of obs_dim is agent order
+        (7, 9, 1, 5),  # blocks of one entry: entry i of every agent, then i + 1
+        (3, 10, 4, 64),  # more threads than entries
+        (1, 8, 3, 2),
+        (33, 16, 8, 1024),
+        (300, 20, 6, 7),  # a step that carries agents and blocks at once
+    ],
+)
+def test_every_entry_is_taken_once_in_the_documented_order(num_agents, obs_dim, block, nthreads):
+    taken = entries_taken(num_agents, obs_dim, block, nthreads)
+    order = documented_order(num_agents, obs_dim, block)
+    assert sorted(pair for visits in taken for pair in visits) == sorted(order)
+    assert len(order) == num_agents * obs_dim and len(set(order)) == len(order)
+    # thread tid takes the flat positions tid, tid + nthreads, ... of each part of the order
+    whole = 0 if block is None or block >= obs_dim else obs_dim // block
+    split = whole * (block or 0) * num_agents
+    parts = [order[:split], order[split:]]
+    for tid, visits in enumerate(taken):
+        assert visits == [pair for part in parts for pair in part[tid::nthreads]]
+
+
+def test_a_warp_takes_one_feature_of_neighbouring_agents_in_the_default_tag_kernel():
+    config = TagConfig()
+    taken = entries_taken(config.num_agents, config.obs_dim, config.num_observed, 128)
+    first_entries = [visits[0][1] for visits in taken[:32]]
+    assert {i // config.num_observed for i in first_entries} == {0}
+    assert [visits[0][0] for visits in taken[:32]] == [tid // config.num_observed for tid in range(32)]
+
+
+@pytest.mark.parametrize("params", [{}, {"use_full_observation": True}, {"num_runners": 600}])
+@pytest.mark.parametrize("target", ["cuda", "cpu"])
+def test_the_kernel_binds_only_the_envs_names_and_its_reserved_ones(params, target):
+    definition = tag_definition(TagConfig(**params), backend="cuda")
+    tree = ast.parse(generate_source(definition, target))
+    (run,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run"]
+    bound = {node.id for node in ast.walk(run) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    declared = {s.name for s in definition.state} | set(definition.constants) | {s.name for s in definition.scratch}
+    action_sizes = {f"nvec{k}" for k in range(len(definition.action_nvec))}
+    assert bound - declared - FRAMEWORK_NAMES - KERNEL_NAMES - action_sizes == set()
+
+
+@pytest.mark.parametrize("name", ["tid", "i", "pending", "step_a", "nvec0", "_phase3", "np", "agent_f32"])
+@pytest.mark.parametrize("kind", ["state", "constant"])
+def test_an_env_name_the_kernel_uses_for_itself_is_refused(name, kind):
+    definition = tag_definition(TagConfig(), backend="cpu")
+    with pytest.raises(ValueError, match=f"{name!r} has a name the generated kernel uses for itself"):
+        if kind == "state":
+            dataclasses.replace(definition, state=definition.state + (StateArray(name, "float32"),))
+        else:
+            dataclasses.replace(definition, constants={**definition.constants, name: 1.0})
+
+
+@pytest.mark.parametrize(
+    "phase, message",
+    [
+        (Phase(lambda g, a: None, "agent", entry_block=2), "which only entry phases"),
+        (Phase(lambda g, a, i: None, "entry", entry_block=0), r"integer in \[1, obs_dim=72\], got 0"),
+        (Phase(lambda g, a, i: None, "entry", entry_block=73), r"integer in \[1, obs_dim=72\], got 73"),
+        (Phase(lambda g, a, i: None, "entry", entry_block=2.0), r"integer in \[1, obs_dim=72\], got 2.0"),
+        (Phase(lambda g, a, i: None, "entry", entry_block=True), r"integer in \[1, obs_dim=72\], got True"),
+    ],
+)
+def test_a_bad_entry_block_is_refused(phase, message):
+    definition = tag_definition(TagConfig(), backend="cpu")
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(definition, observe_phases=definition.observe_phases + (phase,))
