@@ -26,6 +26,9 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 # the index's rollouts are faster from 100-300 agents on (cpu_2026-12-04/index/, single noisy windows).
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
+# Threads of a CUDA warp, which issue one instruction together (a branch they disagree on runs both ways).
+WARP_SIZE = 32
+
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
     """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
@@ -73,10 +76,13 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("tagged_by", "int32"),
     ]
     # Observations are written one entry per thread (per="entry"): neighbouring threads, neighbouring addresses.
-    # They are feature-major, runs of num_observed entries taking one branch of relative_feature: entry_block hands a
-    # warp the same run of neighbouring agents, so that it takes one branch instead of each run's in turn.
+    # They are feature-major, runs of num_observed entries taking one branch of relative_feature. Runs shorter
+    # than a warp would make a warp take several branches in turn, so entry_block hands a warp the same run of
+    # neighbouring agents instead; longer runs gain nothing from it and pay its longer loop (+5% at 5+100 full,
+    # benchmarks/NOTES.md v14).
+    entry_block = config.num_observed if config.num_observed < WARP_SIZE else None
     if config.use_full_observation:
-        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=config.num_observed),)
+        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=entry_block),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
         state += [StateArray("nbr_id", "int32", length=k, vector=True)]
@@ -88,10 +94,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 Phase(sim.assign_cell),
                 Phase(sim.build_index, "game"),
                 Phase(sim.find_nearest_indexed),
-                Phase(sim.observe_nearest, "entry", entry_block=config.num_observed),
+                Phase(sim.observe_nearest, "entry", entry_block=entry_block),
             )
         else:
-            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry", entry_block=config.num_observed))
+            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry", entry_block=entry_block))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
