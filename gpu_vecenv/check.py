@@ -5,7 +5,8 @@
 
 Both start from the same initial states and take the same random actions over
 several episodes, resets included; then the CPU backend is run with each
-agent phase's agents in reverse order, which must not change anything. The table gives, per output (obs, rewards,
+agent, entry and slot phase's agents (and each agent's slots) in reverse
+order, which must not change anything. The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -65,14 +66,17 @@ def _order_sensitive_run(definition: EnvDefinition, order_mask: int, num_games: 
 
 
 def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int = 60, seed: int = 0) -> list[str]:
-    """Names of the agent phases whose results change when their agents run last to first.
+    """Names of the agent, entry and slot phases whose results change when their agents run last to first.
 
     An agent phase must write only its own agent's slots and read only what
     earlier phases wrote; then the order in which agents run cannot matter.
-    This runs the CPU backend with every agent phase reversed, and, if the
-    results differ, with each phase reversed alone, to name the culprits.
+    The same holds for the entries and slots of an observation phase, whose
+    slots also run last to first within each agent when reversed (a slot
+    writing another slot's entries shows there). This runs the CPU backend
+    with every such phase reversed, and, if the results differ, with each
+    phase reversed alone, to name the culprits.
     """
-    agent_phases = [i for i, p in enumerate(definition.all_phases) if p.per == "agent"]
+    agent_phases = [i for i, p in enumerate(definition.all_phases) if p.per in ("agent", "entry", "slot")]
     forward = _order_sensitive_run(definition, 0, num_games, steps, seed)
 
     def same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -138,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"agent order: env {args.env_id!r}, phase(s) {culprits} give different results when agents run in "
                 "another order: "
-                "such a phase writes another agent's slot, or reads a slot another agent writes in the same phase. "
-                "Write only slot [..., g, a]; move reads of others' new values into a later phase."
+                "such a phase writes another agent's state slot, or reads one another agent writes in the same "
+                "phase, or (a slot phase) writes the observation entries of another of its slots. Write only state "
+                "slot [..., g, a] and your own entries; move reads of others' new values into a later phase."
             )
         else:
             print("agent order: results do not depend on the order agents run in: OK")

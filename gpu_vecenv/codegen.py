@@ -130,23 +130,41 @@ class _Writer:
                     self.line("a = np.uint32(a - num_agents)")
                     self.line("r = np.uint32(r + 1)")
         rest = obs_dim - whole * block
-        if not rest:
-            return
-        first = obs_dim - rest
-        # The entries first..obs_dim-1 of every agent in (agent, entry) order: thread tid takes tid,
-        # tid + nthreads, ...; the pair is stepped by (nthreads // rest, nthreads % rest) with one carry, not
-        # divided per entry (a 64-bit division costs more instructions than the entry itself).
-        self.line(f"a = np.uint32(tid // {rest})")
-        self.line(f"k = np.uint32(tid - a * {rest})")
-        self.line(f"step_a = np.uint32(nthreads // {rest})")
-        self.line(f"step_k = np.uint32(nthreads - step_a * {rest})")
+        if rest:
+            self._per_agent(body, rest, "i", first=obs_dim - rest)
+
+    def slots(self, body: str, count: int, order_bit: int | None = None) -> None:
+        """The line ``body`` for every slot ``(a, slot)`` of the game, ``count`` slots an agent."""
+        if self.target == "cuda":
+            self._per_agent(body, count, "slot")
+        elif order_bit is None:
+            with self.agents():
+                with self.block(f"for slot in range({count}):"):
+                    self.line(body)
+        else:
+            # Reversed, the slots of each agent run last to first too: a slot phase whose result then
+            # changes writes another slot's entries (on the GPU, a race between two threads).
+            with self.agents(order_bit):
+                with self.block(f"for _s in range({count}):"):
+                    self.line(f"slot = {count} - 1 - _s if (agent_order >> {order_bit}) & 1 else _s")
+                    self.line(body)
+
+    def _per_agent(self, body: str, count: int, name: str, first: int = 0) -> None:
+        # CUDA: every (agent a, k < count) pair of the game in (agent, k) order, with `name` = first + k:
+        # thread tid takes pairs tid, tid + nthreads, ...; the pair is stepped by (nthreads // count,
+        # nthreads % count) with one carry, not divided per pair (a 64-bit division costs more
+        # instructions than an observation entry).
+        self.line(f"a = np.uint32(tid // {count})")
+        self.line(f"k = np.uint32(tid - a * {count})")
+        self.line(f"step_a = np.uint32(nthreads // {count})")
+        self.line(f"step_k = np.uint32(nthreads - step_a * {count})")
         with self.block("while a < num_agents:"):
-            self.line(f"i = np.uint32(k + {first})" if first else "i = k")
+            self.line(f"{name} = np.uint32(k + {first})" if first else f"{name} = k")
             self.line(body)
             self.line("k = np.uint32(k + step_k)")
             self.line("a = np.uint32(a + step_a)")
-            with self.block(f"if k >= {rest}:"):
-                self.line(f"k = np.uint32(k - {rest})")
+            with self.block(f"if k >= {count}:"):
+                self.line(f"k = np.uint32(k - {count})")
                 self.line("a = np.uint32(a + 1)")
 
     @contextmanager
@@ -183,6 +201,9 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         call = f"{aliases[id(phase.fn)]}({', '.join(phase.parameters)})"
         if phase.per == "entry":
             w.entries(call, obs_dim, order.index(phase), phase.entry_block)
+        elif phase.per == "slot":
+            assert phase.slots is not None  # EnvDefinition.validate
+            w.slots(call, phase.slots, order.index(phase))
         elif phase.per == "agent":
             with w.agents(order.index(phase)):
                 w.line(call)

@@ -25,6 +25,12 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
   (``obs_dim`` floats apart from its neighbour's). ``entry_block`` orders the
   entries so that a warp takes the same entries of neighbouring agents
   (see :class:`Phase`).
+* an observation phase may instead run once per *slot* of each agent
+  (``Phase(fn, per="slot", slots=S)``, parameters ``g``, ``a`` and ``slot``,
+  ``0 <= slot < S``), writing the observation entries that belong to that slot
+  and no others, such as every feature of the ``slot``-th listed agent. One
+  call then loads what its entries share once and writes them side by side;
+  on the GPU consecutive threads take consecutive slots of an agent.
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
@@ -34,6 +40,7 @@ Names the framework provides to every phase:
 ========================  =====================================================
 ``g``, ``a``              game index, agent index (int)
 ``i``                     observation entry index (int; entry phases only)
+``slot``                  observation slot index (int; slot phases only)
 ``num_agents``            agents per game (int64)
 ``t``                     per-game step counter, ``t[g]`` (int64); the step
                           increments it before ``update_phases`` run
@@ -63,7 +70,7 @@ import torch
 
 AgentDType = Literal["float32", "int32"]
 Scope = Literal["agent", "game"]
-PhaseScope = Literal["agent", "game", "entry"]
+PhaseScope = Literal["agent", "game", "entry", "slot"]
 
 FRAMEWORK_GAME_ARRAYS = ("seed", "episode", "t", "terminated", "truncated", "pending_reset")
 FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
@@ -72,14 +79,14 @@ FRAMEWORK_NAMES = frozenset(
 )
 # Names the generated kernel binds for itself: module globals, its arguments (the packed buffers, the
 # outputs, op), the runtime parameters, views of the outputs and its local variables. An env's name among
-# them would be overwritten inside the kernel, so validate() refuses it (so are nvec0, nvec1, ... and
-# _phase0, _phase1, ...).
+# them would be overwritten inside the kernel, so validate() refuses it (so are nvec0, nvec1, ...,
+# _phase0, _phase1, ... and _NAME for every constant NAME, the module global holding an array constant).
 KERNEL_NAMES = frozenset(
-    {"np", "numba", "cuda", "math", "run", "op", "actions_in", "flags", "final_obs", "params_f32", "params_i64"}
+    {"np", "numba", "cuda", "run", "op", "actions_in", "flags", "final_obs", "params_f32", "params_i64"}
     | {f"{scope}_{dtype}" for scope in ("agent", "game") for dtype in ("f32", "f64", "i32", "i64")}
     | {"autoreset_mode", "max_episode_steps", "agent_order"}
     | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
-    | {"tid", "nthreads", "i", "k", "r", "step_a", "step_k", "step_r", "v", "_i"}
+    | {"tid", "nthreads", "i", "slot", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s"}
     | {"pending", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
 )
 _KERNEL_NAME_PATTERN = re.compile(r"nvec\d+|_phase\d+")
@@ -118,11 +125,11 @@ class StateArray:
 
 @dataclass(frozen=True)
 class Phase:
-    """A shared function run once per agent (``per="agent"``), once per game, or once per observation entry.
+    """A shared function run once per agent (``per="agent"``), once per game, or once per observation entry or slot.
 
     Args:
         fn: the phase, decorated with :func:`gpu_vecenv.shared`.
-        per: ``"agent"``, ``"game"`` or ``"entry"``.
+        per: ``"agent"``, ``"game"``, ``"entry"`` or ``"slot"``.
         entry_block: for an entry phase, how the GPU hands the entries to
             threads. ``None`` (the default): each agent's ``obs_dim`` entries
             in a row, agent after agent. An integer ``B``: the entries in
@@ -136,11 +143,17 @@ class Phase:
             in agent order it would take each run's branch in turn. The
             stores stay in runs of ``B`` consecutive floats. Results do not
             depend on it; the CPU backend ignores it.
+        slots: for a slot phase (and only there), the number of slots of
+            each agent, ``1 <= slots <= obs_dim``: ``fn`` runs for ``slot``
+            ``0 .. slots - 1`` of every agent and writes only the entries of
+            that slot, which no other slot may write (two calls writing one
+            entry would race on the GPU).
     """
 
     fn: Callable[..., Any]
     per: PhaseScope = "agent"
     entry_block: int | None = None
+    slots: int | None = None
 
     @property
     def name(self) -> str:
@@ -299,13 +312,34 @@ class EnvDefinition:
                 )
             seen.add(arr.name)
         known = seen | set(self.constants) | FRAMEWORK_NAMES
-        for phase in self.all_phases:
-            if phase.per not in ("agent", "game", "entry"):
+        constant_globals = {f"_{cname}" for cname in self.constants}
+        for name in sorted((seen | set(self.constants)) & constant_globals):
+            raise ValueError(
+                f"{where}: {name!r} has a name the generated kernel uses for itself, the module global holding "
+                f"constant {name[1:]!r}; rename it"
+            )
+        for phase in self.update_phases + self.reward_phases + self.reset_phases:
+            if phase.per in ("entry", "slot"):
                 raise ValueError(
-                    f"{where}: phase {phase.name!r} has per={phase.per!r}; expected 'agent', 'game' or 'entry'"
+                    f"{where}: phase {phase.name!r} has per={phase.per!r}, which only observe phases may have"
                 )
-            if phase.per == "entry" and phase not in self.observe_phases:
-                raise ValueError(f"{where}: phase {phase.name!r} has per='entry', which only observe phases may have")
+        for phase in self.all_phases:
+            if phase.per not in ("agent", "game", "entry", "slot"):
+                raise ValueError(
+                    f"{where}: phase {phase.name!r} has per={phase.per!r}; expected 'agent', 'game', 'entry' or 'slot'"
+                )
+            if (phase.per == "slot") != (phase.slots is not None):
+                raise ValueError(
+                    f"{where}: phase {phase.name!r} has per={phase.per!r} and slots={phase.slots!r}; a slot phase "
+                    "needs slots, and only a slot phase may have it"
+                )
+            if phase.slots is not None:
+                slots = phase.slots
+                if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= self.obs_dim:
+                    raise ValueError(
+                        f"{where}: phase {phase.name!r} needs slots to be an integer in [1, obs_dim={self.obs_dim}], "
+                        f"got {slots!r}"
+                    )
             if phase.entry_block is not None:
                 if phase.per != "entry":
                     raise ValueError(
@@ -325,7 +359,11 @@ class EnvDefinition:
                     f"{where}: phase {phase.name!r} must be a module-level function (the kernel imports it by name)"
                 )
             for p in phase.parameters:
-                if p not in known and not (p == "i" and phase.per == "entry"):
+                if (
+                    p not in known
+                    and not (p == "i" and phase.per == "entry")
+                    and not (p == "slot" and phase.per == "slot")
+                ):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} takes parameter {p!r}, which is no state array, "
                         f"constant or framework name; known names: {sorted(known)}"

@@ -1,11 +1,12 @@
 """The kernel gpu_vecenv generates: which threads take which observation entries, and which names it binds.
 
-Entry phases (``Phase(fn, "entry", entry_block=B)``) hand the ``(agent, entry)`` pairs of a game to the
-block's threads by stride loops that step their counters with carries instead of dividing; these tests run
-those loops as plain Python for every thread and check that each pair is visited exactly once, in the
-documented order. The generated kernel also binds names of its own (loop counters, flags, output views);
-an env naming a state array or constant so would be overwritten inside the kernel, so the definition
-refuses such names.
+Entry phases (``Phase(fn, "entry", entry_block=B)``) and slot phases (``Phase(fn, "slot", slots=S)``)
+hand the ``(agent, entry)`` or ``(agent, slot)`` pairs of a game to the block's threads by stride loops
+that step their counters with carries instead of dividing; these tests run those loops as plain Python
+for every thread and check that each pair is visited exactly once, in the documented order. A slot
+phase that writes another slot's entry is named by the order check. The generated kernel also binds
+names of its own (loop counters, flags, output views); an env naming a state array or constant so would
+be overwritten inside the kernel, so the definition refuses such names.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import SMALL_TAG
+from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
+from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray
 
 
-def entries_taken(num_agents, obs_dim, block, nthreads):
-    """``taken[tid]``: the ``(a, i)`` pairs thread ``tid`` visits, in order, as the generated CUDA loops do."""
-    w = _Writer("cuda")
-    w.entries("visits.append((int(a), int(i)))", obs_dim, block=block)
+def visits_of_every_thread(w, num_agents, nthreads):
+    """``visits[tid]``: what thread ``tid`` appended, running the lines ``w`` wrote as the kernel would."""
     source = "def thread(tid, nthreads, num_agents, visits):\n" + "\n".join("    " + line for line in w.lines)
     scope = {"np": np}
     exec(source, scope)  # noqa: S102  (the text the kernel would hold)
@@ -35,6 +37,13 @@ def entries_taken(num_agents, obs_dim, block, nthreads):
         scope["thread"](np.uint32(tid), np.uint32(nthreads), num_agents, visits)
         taken.append(visits)
     return taken
+
+
+def entries_taken(num_agents, obs_dim, block, nthreads):
+    """``taken[tid]``: the ``(a, i)`` pairs thread ``tid`` visits, in order, as the generated CUDA loops do."""
+    w = _Writer("cuda")
+    w.entries("visits.append((int(a), int(i)))", obs_dim, block=block)
+    return visits_of_every_thread(w, num_agents, nthreads)
 
 
 def documented_order(num_agents, obs_dim, block):
@@ -91,9 +100,17 @@ def test_the_kernel_binds_only_the_envs_names_and_its_reserved_ones(params, targ
     declared = {s.name for s in definition.state} | set(definition.constants) | {s.name for s in definition.scratch}
     action_sizes = {f"nvec{k}" for k in range(len(definition.action_nvec))}
     assert bound - declared - FRAMEWORK_NAMES - KERNEL_NAMES - action_sizes == set()
+    module_globals = {alias.asname or alias.name for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                      for alias in node.names}  # fmt: skip
+    module_globals |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets}
+    phases = {f"_phase{k}" for k in range(len(definition.all_phases))}
+    constant_globals = {f"_{name}" for name in definition.constants}
+    assert module_globals - KERNEL_NAMES - phases - constant_globals == set()
 
 
-@pytest.mark.parametrize("name", ["tid", "i", "pending", "step_a", "nvec0", "_phase3", "np", "agent_f32"])
+@pytest.mark.parametrize(
+    "name", ["tid", "i", "slot", "pending", "step_a", "nvec0", "_phase3", "np", "agent_f32", "_acc_table"]
+)
 @pytest.mark.parametrize("kind", ["state", "constant"])
 def test_an_env_name_the_kernel_uses_for_itself_is_refused(name, kind):
     definition = tag_definition(TagConfig(), backend="cpu")
@@ -118,3 +135,62 @@ def test_a_bad_entry_block_is_refused(phase, message):
     definition = tag_definition(TagConfig(), backend="cpu")
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(definition, observe_phases=definition.observe_phases + (phase,))
+
+
+def slots_taken(num_agents, count, nthreads):
+    """``taken[tid]``: the ``(a, slot)`` pairs thread ``tid`` visits, in order, as the generated CUDA loop does."""
+    w = _Writer("cuda")
+    w.slots("visits.append((int(a), int(slot)))", count)
+    return visits_of_every_thread(w, num_agents, nthreads)
+
+
+@pytest.mark.parametrize(
+    "num_agents, count, nthreads",
+    [(110, 11, 128), (1000, 11, 256), (4, 4, 32), (7, 1, 5), (3, 10, 64), (300, 6, 7), (1, 3, 2)],
+)
+def test_every_slot_is_taken_once_consecutive_threads_taking_consecutive_slots(num_agents, count, nthreads):
+    taken = slots_taken(num_agents, count, nthreads)
+    order = [(a, s) for a in range(num_agents) for s in range(count)]
+    for tid, visits in enumerate(taken):
+        assert visits == order[tid::nthreads]
+
+
+def test_a_slot_phase_writing_another_slots_entry_is_named_by_the_order_check():
+    config = TagConfig.from_kwargs(**SMALL_TAG)
+    definition = tag_definition(config, spatial_index=False, backend="cpu")
+    assert check_agent_order(definition, num_games=2, steps=5) == []
+    faulty = Phase(observe_listed_and_overwrite_the_time, "slot", slots=config.num_observed + 1)
+    broken = dataclasses.replace(definition, observe_phases=(definition.observe_phases[0], faulty))
+    assert check_agent_order(broken, num_games=2, steps=5) == [faulty.name]
+
+
+@pytest.mark.parametrize(
+    "phase, message",
+    [
+        (Phase(lambda g, a, slot: None, "slot"), "a slot phase needs slots"),
+        (Phase(lambda g, a: None, "agent", slots=3), "only a slot phase may have it"),
+        (Phase(lambda g, a, slot: None, "slot", slots=0), r"integer in \[1, obs_dim=72\], got 0"),
+        (Phase(lambda g, a, slot: None, "slot", slots=73), r"integer in \[1, obs_dim=72\], got 73"),
+        (Phase(lambda g, a, slot: None, "slot", slots=2.0), r"integer in \[1, obs_dim=72\], got 2.0"),
+    ],
+)
+def test_a_bad_slot_phase_is_refused(phase, message):
+    definition = tag_definition(TagConfig(), backend="cpu")
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(definition, observe_phases=definition.observe_phases + (phase,))
+
+
+def test_a_slot_phase_outside_the_observe_phases_is_refused():
+    definition = tag_definition(TagConfig(), backend="cpu")
+    slot_phase = Phase(lambda g, a, slot: None, "slot", slots=3)
+    with pytest.raises(ValueError, match="has per='slot', which only observe phases may have"):
+        dataclasses.replace(definition, reward_phases=definition.reward_phases + (slot_phase,))
+
+
+@pytest.mark.parametrize("where", ["update_phases", "reward_phases", "reset_phases"])
+def test_the_observation_slot_phase_outside_the_observe_phases_is_refused(where):
+    definition = tag_definition(TagConfig(), backend="cpu")
+    listed = definition.observe_phases[-1]
+    assert listed.per == "slot"
+    with pytest.raises(ValueError, match="has per='slot', which only observe phases may have"):
+        dataclasses.replace(definition, **{where: getattr(definition, where) + (listed,)})

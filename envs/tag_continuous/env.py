@@ -75,17 +75,19 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("agent_type", "int32"),
         StateArray("tagged_by", "int32"),
     ]
-    # Observations are written one entry per thread (per="entry"): neighbouring threads, neighbouring addresses.
-    # They are feature-major, runs of num_observed entries taking one branch of relative_feature. Runs shorter
-    # than a warp would make a warp take several branches in turn, so entry_block hands a warp the same run of
-    # neighbouring agents instead; longer runs gain nothing from it and pay its longer loop (+5% at 5+100 full,
-    # benchmarks/NOTES.md v14).
-    entry_block = config.num_observed if config.num_observed < WARP_SIZE else None
     if config.use_full_observation:
-        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=entry_block),)
+        # One entry per thread (per="entry"): neighbouring threads, neighbouring addresses. The entries are
+        # feature-major, runs of num_observed taking one branch of relative_feature. Runs shorter than a warp
+        # would make a warp take several branches in turn, so entry_block hands it one run of neighbouring
+        # agents instead; longer runs gain nothing and pay its longer loop (+5% at 5+100, NOTES.md v14).
+        block = config.num_observed if config.num_observed < WARP_SIZE else None
+        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=block),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
         state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        # One call per listed agent writes its seven features, its id and values loaded once, side by side (a
+        # patched copy doing so took 25% off the K=10 kernel, NOTES.md v15); one more call the entries after them.
+        listed = Phase(sim.observe_listed, "slot", slots=k + 1)
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
@@ -94,10 +96,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 Phase(sim.assign_cell),
                 Phase(sim.build_index, "game"),
                 Phase(sim.find_nearest_indexed),
-                Phase(sim.observe_nearest, "entry", entry_block=entry_block),
+                listed,
             )
         else:
-            observe = (Phase(sim.find_nearest), Phase(sim.observe_nearest, "entry", entry_block=entry_block))
+            observe = (Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -116,6 +118,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         "turn_table": [float(v) for v in config.turn_table()],
         "episode_length": int(config.episode_length),
         "num_observed": int(config.num_observed),
+        "tail_entries": int(config.obs_dim - 7 * config.num_observed),
         "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
     }

@@ -263,21 +263,39 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
 
 
 @shared
-def observe_nearest(g, a, i, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type, nbr_id,
-                    pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """Partial observation, entry ``i``: the listed nearest agents (zeros for empty places), then the tail."""
-    tail = 7 * num_observed
-    if i >= tail:
-        obs[g, a, i] = tail_entry(i - tail, g, a, t, episode_length, alive, agent_type)
+def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                   agent_type, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """Partial observation, slot ``slot``: below ``num_observed``, the seven features of the listed agent
+    ``nbr_id[slot]`` (entries ``f * num_observed + slot``; zeros for an empty place); slot ``num_observed``,
+    the ``tail_entries`` entries after them.
+
+    The listed id is loaded once and the seven values side by side, before any store: one chain of
+    loads per listed agent rather than one per entry.
+    """
+    if slot == num_observed:
+        tail = 7 * num_observed
+        for k in range(tail_entries):
+            obs[g, a, tail + k] = tail_entry(k, g, a, t, episode_length, alive, agent_type)
         return
-    f = i // num_observed
-    m = i - f * num_observed
-    j = nbr_id[m, g, a]
+    j = nbr_id[slot, g, a]
     if j < 0:
-        obs[g, a, i] = ZERO
-    else:
-        obs[g, a, i] = relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type,
-                                        pos_scale, speed_scale, dir_scale, True)  # fmt: skip
+        for f in range(7):
+            obs[g, a, f * num_observed + slot] = ZERO
+        return
+    dx = (x[g, j] - x[g, a]) * pos_scale
+    dy = (y[g, j] - y[g, a]) * pos_scale
+    dspeed = (speed[g, j] - speed[g, a]) * speed_scale
+    dacc = (acceleration[g, j] - acceleration[g, a]) * speed_scale
+    ddir = (direction[g, j] - direction[g, a]) * dir_scale
+    kind = np.float32(agent_type[g, j])
+    present = np.float32(alive[g, j])
+    obs[g, a, slot] = dx
+    obs[g, a, num_observed + slot] = dy
+    obs[g, a, 2 * num_observed + slot] = dspeed
+    obs[g, a, 3 * num_observed + slot] = dacc
+    obs[g, a, 4 * num_observed + slot] = ddir
+    obs[g, a, 5 * num_observed + slot] = kind
+    obs[g, a, 6 * num_observed + slot] = present
 
 
 @shared

@@ -1,0 +1,21 @@
+"""Phases that break the authoring rules on purpose, for tests that the framework's checks catch them.
+
+They live in a module of their own because the generated kernel imports every phase by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.tag_continuous.sim import observe_listed
+from gpu_vecenv import shared
+
+
+@shared
+def observe_listed_and_overwrite_the_time(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction,
+                                          acceleration, alive, agent_type, nbr_id, pos_scale, speed_scale, dir_scale,
+                                          t, episode_length):  # fmt: skip
+    """WarpTag's slot phase, but every slot also writes the time entry, which belongs to the last slot alone."""
+    observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                   agent_type, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length)  # fmt: skip
+    obs[g, a, 7 * num_observed] = np.float32(slot)
