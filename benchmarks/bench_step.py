@@ -277,6 +277,25 @@ def step_bytes(env: Any) -> dict[str, int]:
             "kernel": 2 * state + params + actions + outputs, "copy": 2 * outputs if env.copy else 0}  # fmt: skip
 
 
+def git_state(root: Path) -> dict[str, Any]:
+    """``git_commit`` (HEAD of the checkout at ``root``) and ``git_commit_has_sources``: whether the package and
+    envs there are exactly that commit's (no edit, no untracked file). A tree copied without its current
+    history shows an older HEAD and ``False``; then only ``sources_sha256`` names the code that ran."""
+    info: dict[str, Any] = {}
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return info
+        info["git_commit"] = head.stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", "gpu_vecenv", "envs"], cwd=root,
+                                capture_output=True, text=True, timeout=30)  # fmt: skip
+        if status.returncode == 0:
+            info["git_commit_has_sources"] = status.stdout.strip() == ""
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
 def strip_paths(text: str) -> str:
     """``text`` with every absolute path cut to its last part (results files name no machine's folders)."""
     return re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+([\w.+-]+)", r".../\1", text)
@@ -642,11 +661,7 @@ def machine(device: torch.device) -> dict[str, Any]:
                                             capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
         except (OSError, subprocess.SubprocessError):
             pass
-    try:
-        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                                            timeout=10).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        pass
+    info.update(git_state(HERE.parent))
     # The commit says nothing of uncommitted edits (or of a copied tree whose history is older): this digest
     # of the sources of the package and envs this process imported identifies the code that ran.
     import envs

@@ -82,3 +82,29 @@ def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, m
                *arguments]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_results_say_whether_the_commit_holds_the_sources_that_ran(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from bench_step import git_state
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    (tmp_path / "gpu_vecenv").mkdir()
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "gpu_vecenv" / "a.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "one")
+    state = git_state(tmp_path)
+    assert len(state["git_commit"]) == 40 and state["git_commit_has_sources"] is True
+    (tmp_path / "README.md").write_text("not a source\n")
+    assert git_state(tmp_path)["git_commit_has_sources"] is True
+    (tmp_path / "gpu_vecenv" / "a.py").write_text("x = 2\n")  # as a tree copied over an older checkout
+    assert git_state(tmp_path)["git_commit_has_sources"] is False
+    git("checkout", "-q", "--", "gpu_vecenv")
+    (tmp_path / "envs" / "new.py").write_text("y = 1\n")
+    assert git_state(tmp_path)["git_commit_has_sources"] is False
+    assert git_state(tmp_path.parent / "no_such_dir") == {}
