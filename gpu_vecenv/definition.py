@@ -312,11 +312,11 @@ class EnvDefinition:
                 )
             seen.add(arr.name)
         known = seen | set(self.constants) | FRAMEWORK_NAMES
-        constant_globals = {f"_{cname}" for cname in self.constants}
-        for name in sorted((seen | set(self.constants)) & constant_globals):
+        clashes = sorted((seen | set(self.constants)) & {f"_{cname}" for cname in self.constants})
+        if clashes:
             raise ValueError(
-                f"{where}: {name!r} has a name the generated kernel uses for itself, the module global holding "
-                f"constant {name[1:]!r}; rename it"
+                f"{where}: {clashes[0]!r} has a name the generated kernel uses for itself, the module global "
+                f"holding constant {clashes[0][1:]!r}; rename it"
             )
         for phase in self.update_phases + self.reward_phases + self.reset_phases:
             if phase.per in ("entry", "slot"):
