@@ -353,6 +353,13 @@ def tag_runners(g, a, x, y, alive, agent_type, tagged_by, rewards, tagger_ids, t
 
 
 @shared
+def pay_survivor_bonus(g, a, alive, tagged_by, rewards, t, episode_length, end_of_game_reward_for_runner):
+    """Runner ``a``, still in the game and not tagged this step when the game reaches its length, gains the bonus."""
+    if alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
+        rewards[g, a] += end_of_game_reward_for_runner
+
+
+@shared
 def reward_taggers_and_survivors(g, a, alive, agent_type, tagged_by, rewards, num_agents, t, episode_length,
                                  tag_reward_for_tagger, end_of_game_reward_for_runner):  # fmt: skip
     """Reward step 2-3: a tagger gains once per runner it tagged; untagged survivors gain the end bonus."""
@@ -360,8 +367,8 @@ def reward_taggers_and_survivors(g, a, alive, agent_type, tagged_by, rewards, nu
         for j in range(num_agents):
             if tagged_by[g, j] == a:
                 rewards[g, a] += tag_reward_for_tagger
-    elif alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
-        rewards[g, a] += end_of_game_reward_for_runner
+    else:
+        pay_survivor_bonus(g, a, alive, tagged_by, rewards, t, episode_length, end_of_game_reward_for_runner)
 
 
 @shared
@@ -427,8 +434,8 @@ def reward_taggers_and_survivors_indexed(g, a, alive, agent_type, tagged_by, rew
                 for p in range(cell_start[g, q], cell_start[g, q + 1]):
                     if tagged_by[g, cell_agents[g, p]] == a:
                         rewards[g, a] += tag_reward_for_tagger
-    elif alive[g, a] != 0 and tagged_by[g, a] < 0 and t[g] == episode_length:
-        rewards[g, a] += end_of_game_reward_for_runner
+    else:
+        pay_survivor_bonus(g, a, alive, tagged_by, rewards, t, episode_length, end_of_game_reward_for_runner)
 
 
 @shared
