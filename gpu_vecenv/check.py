@@ -76,7 +76,7 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
     with every such phase reversed, and, if the results differ, with each
     phase reversed alone, to name the culprits.
     """
-    agent_phases = [i for i, p in enumerate(definition.all_phases) if p.per in ("agent", "entry", "slot")]
+    ordered_phases = [i for i, p in enumerate(definition.all_phases) if p.per in ("agent", "entry", "slot")]
     forward = _order_sensitive_run(definition, 0, num_games, steps, seed)
 
     def same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -88,9 +88,9 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
         other = _order_sensitive_run(definition, mask, num_games, steps, seed)
         return any(not same(a, b) for a, b in zip(forward, other, strict=True))
 
-    if not differs(sum(1 << i for i in agent_phases)):
+    if not differs(sum(1 << i for i in ordered_phases)):
         return []
-    return [definition.all_phases[i].name for i in agent_phases if differs(1 << i)]
+    return [definition.all_phases[i].name for i in ordered_phases if differs(1 << i)]
 
 
 def parse_param(text: str) -> tuple[str, Any]:

@@ -133,14 +133,10 @@ class _Writer:
         if rest:
             self._per_agent(body, rest, "i", first=obs_dim - rest)
 
-    def slots(self, body: str, count: int, order_bit: int | None = None) -> None:
+    def slots(self, body: str, count: int, order_bit: int) -> None:
         """The line ``body`` for every slot ``(a, slot)`` of the game, ``count`` slots an agent."""
         if self.target == "cuda":
             self._per_agent(body, count, "slot")
-        elif order_bit is None:
-            with self.agents():
-                with self.block(f"for slot in range({count}):"):
-                    self.line(body)
         else:
             # Reversed, the slots of each agent run last to first too: a slot phase whose result then
             # changes writes another slot's entries (on the GPU, a race between two threads).

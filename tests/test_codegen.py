@@ -140,7 +140,7 @@ def test_a_bad_entry_block_is_refused(phase, message):
 def slots_taken(num_agents, count, nthreads):
     """``taken[tid]``: the ``(a, slot)`` pairs thread ``tid`` visits, in order, as the generated CUDA loop does."""
     w = _Writer("cuda")
-    w.slots("visits.append((int(a), int(slot)))", count)
+    w.slots("visits.append((int(a), int(slot)))", count, order_bit=0)
     return visits_of_every_thread(w, num_agents, nthreads)
 
 
