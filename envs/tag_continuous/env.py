@@ -26,9 +26,6 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 # the index's rollouts are faster from 100-300 agents on (cpu_2026-12-04/index/, single noisy windows).
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
-# Threads of a CUDA warp, which issue one instruction together (a branch they disagree on runs both ways).
-WARP_SIZE = 32
-
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
     """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
@@ -76,17 +73,14 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("tagged_by", "int32"),
     ]
     if config.use_full_observation:
-        # One entry per thread (per="entry"): neighbouring threads, neighbouring addresses. The entries are
-        # feature-major, runs of num_observed taking one branch of relative_feature. Runs shorter than a warp
-        # would make a warp take several branches in turn, so entry_block hands it one run of neighbouring
-        # agents instead; longer runs gain nothing and pay its longer loop (+5% at 5+100, NOTES.md v14).
-        block = config.num_observed if config.num_observed < WARP_SIZE else None
-        observe: tuple[Phase, ...] = (Phase(sim.observe_all, "entry", entry_block=block),)
+        # One call per observed agent writes its seven features, loading its values once, side by side; one
+        # more call the entries after them.
+        observe: tuple[Phase, ...] = (Phase(sim.observe_every_other, "slot", slots=n),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1.
         state += [StateArray("nbr_id", "int32", length=k, vector=True)]
-        # One call per listed agent writes its seven features, its id and values loaded once, side by side (a
-        # patched copy doing so took 25% off the K=10 kernel, NOTES.md v15); one more call the entries after them.
+        # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
+        # kernel, NOTES.md v15).
         listed = Phase(sim.observe_listed, "slot", slots=k + 1)
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).

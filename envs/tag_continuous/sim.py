@@ -58,26 +58,34 @@ def move(g, a, action, acc_table, turn_table, x, y, speed, direction, accelerati
 
 
 @shared
-def relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale, speed_scale,
-                     dir_scale, relative):  # fmt: skip
-    """Feature ``f`` (0-6) of agent ``j`` as seen by agent ``a``.
+def write_features(g, a, j, slot, relative, obs, num_observed, x, y, speed, direction, acceleration, alive,
+                   agent_type, pos_scale, speed_scale, dir_scale):  # fmt: skip
+    """The seven features of agent ``j`` as seen by agent ``a``, into entries ``f * num_observed + slot``.
 
     With ``relative`` False the five relative features are zero (the observer
-    is out of the game); type and alive are always given.
+    is out of the game); type and alive are always given. Every value is
+    loaded before the first store.
     """
-    if f >= 5:
-        return np.float32(agent_type[g, j]) if f == 5 else np.float32(alive[g, j])
-    if not relative:
-        return ZERO
-    if f == 0:
-        return (x[g, j] - x[g, a]) * pos_scale
-    if f == 1:
-        return (y[g, j] - y[g, a]) * pos_scale
-    if f == 2:
-        return (speed[g, j] - speed[g, a]) * speed_scale
-    if f == 3:
-        return (acceleration[g, j] - acceleration[g, a]) * speed_scale
-    return (direction[g, j] - direction[g, a]) * dir_scale
+    dx = ZERO
+    dy = ZERO
+    dspeed = ZERO
+    dacc = ZERO
+    ddir = ZERO
+    if relative:
+        dx = (x[g, j] - x[g, a]) * pos_scale
+        dy = (y[g, j] - y[g, a]) * pos_scale
+        dspeed = (speed[g, j] - speed[g, a]) * speed_scale
+        dacc = (acceleration[g, j] - acceleration[g, a]) * speed_scale
+        ddir = (direction[g, j] - direction[g, a]) * dir_scale
+    kind = np.float32(agent_type[g, j])
+    present = np.float32(alive[g, j])
+    obs[g, a, slot] = dx
+    obs[g, a, num_observed + slot] = dy
+    obs[g, a, 2 * num_observed + slot] = dspeed
+    obs[g, a, 3 * num_observed + slot] = dacc
+    obs[g, a, 4 * num_observed + slot] = ddir
+    obs[g, a, 5 * num_observed + slot] = kind
+    obs[g, a, 6 * num_observed + slot] = present
 
 
 @shared
@@ -89,18 +97,24 @@ def tail_entry(k, g, a, t, episode_length, alive, agent_type):
 
 
 @shared
-def observe_all(g, a, i, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
-                speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """Full observation, entry ``i``: every other agent in id order, feature-major, then the tail."""
+def write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type):
+    """The ``tail_entries`` entries after the listed agents' features (see :func:`tail_entry`)."""
     tail = 7 * num_observed
-    if i >= tail:
-        obs[g, a, i] = tail_entry(i - tail, g, a, t, episode_length, alive, agent_type)
+    for k in range(tail_entries):
+        obs[g, a, tail + k] = tail_entry(k, g, a, t, episode_length, alive, agent_type)
+
+
+@shared
+def observe_every_other(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                        agent_type, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """Full observation, slot ``slot``: below ``num_observed``, the features of every other agent in id
+    order (agent ``slot``, or ``slot + 1`` from agent ``a`` on); slot ``num_observed``, the entries after them."""
+    if slot == num_observed:
+        write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type)
         return
-    f = i // num_observed
-    m = i - f * num_observed
-    j = m if m < a else m + 1
-    obs[g, a, i] = relative_feature(f, g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
-                                    speed_scale, dir_scale, alive[g, a] != 0)  # fmt: skip
+    j = slot if slot < a else slot + 1
+    write_features(g, a, j, slot, alive[g, a] != 0, obs, num_observed, x, y, speed, direction, acceleration, alive,
+                   agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
 
 
 @shared
@@ -266,36 +280,21 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
 def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                    agent_type, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
     """Partial observation, slot ``slot``: below ``num_observed``, the seven features of the listed agent
-    ``nbr_id[slot]`` (entries ``f * num_observed + slot``; zeros for an empty place); slot ``num_observed``,
-    the ``tail_entries`` entries after them.
+    ``nbr_id[slot]`` (zeros for an empty place); slot ``num_observed``, the entries after them.
 
     The listed id is loaded once and the seven values side by side, before any store: one chain of
     loads per listed agent rather than one per entry.
     """
     if slot == num_observed:
-        tail = 7 * num_observed
-        for k in range(tail_entries):
-            obs[g, a, tail + k] = tail_entry(k, g, a, t, episode_length, alive, agent_type)
+        write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type)
         return
     j = nbr_id[slot, g, a]
     if j < 0:
         for f in range(7):
             obs[g, a, f * num_observed + slot] = ZERO
         return
-    dx = (x[g, j] - x[g, a]) * pos_scale
-    dy = (y[g, j] - y[g, a]) * pos_scale
-    dspeed = (speed[g, j] - speed[g, a]) * speed_scale
-    dacc = (acceleration[g, j] - acceleration[g, a]) * speed_scale
-    ddir = (direction[g, j] - direction[g, a]) * dir_scale
-    kind = np.float32(agent_type[g, j])
-    present = np.float32(alive[g, j])
-    obs[g, a, slot] = dx
-    obs[g, a, num_observed + slot] = dy
-    obs[g, a, 2 * num_observed + slot] = dspeed
-    obs[g, a, 3 * num_observed + slot] = dacc
-    obs[g, a, 4 * num_observed + slot] = ddir
-    obs[g, a, 5 * num_observed + slot] = kind
-    obs[g, a, 6 * num_observed + slot] = present
+    write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
+                   pos_scale, speed_scale, dir_scale)  # fmt: skip
 
 
 @shared
