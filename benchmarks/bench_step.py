@@ -9,7 +9,8 @@ command) and DIR/bench_step.txt (the tables), and with ``--markdown``
 DIR/bench_step.md (a summary with ratios, for the README).
 
 Every row builds ``gym.make_vec("WarpTag-v0", num_envs=games, ...)``, resets it
-with ``seed=0`` and times a rollout: random actions drawn on the env's device,
+with ``seed=0`` and times a rollout: random actions drawn on the env's device
+(in place into one tensor, one ``random_`` a component, as for WarpDrive),
 ``step`` with NEXT_STEP autoreset, no host sync inside the timed loop (on a GPU,
 torch's sync-debug mode counts any torch op that syncs there). Per row:
 
@@ -100,6 +101,7 @@ from rollout_timing import (  # noqa: E402
     copy_bandwidth,
     device_us_per_launch,
     host_us_per_call,
+    in_place_draw,
     synchronize,
     time_rollout,
 )
@@ -338,11 +340,10 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
     else:
         setup_cache = "cold" if _cache_files() - files else "warm"
 
-    nvec = torch.as_tensor(env.single_action_space.nvec, device=env.device)
     search = "-" if case.full_obs else ("index" if "cell_of" in env.state else "scan")  # how the K nearest are found
-
-    def draw() -> torch.Tensor:
-        return (torch.rand((env.num_envs, nvec.numel()), device=env.device) * nvec).long()
+    # Drawn in place, one component at a time, as the WarpDrive worker draws its actions (benchmarks/peers.py).
+    nvec = env.single_action_space.nvec
+    draw = in_place_draw(torch.zeros((env.num_envs, len(nvec)), dtype=torch.int64, device=env.device), nvec)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

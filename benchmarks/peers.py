@@ -12,8 +12,10 @@ configuration module into its own package directory and imports it once per
 process, and neither peer should share a CUDA context with the env measured.
 
 Both peers are stepped like ``WarpTag-v0`` in ``bench_step.py``: random actions
-drawn on the device by torch at every step, the step, and (WarpDrive) the
-reset of finished games; timed between CUDA events with no host sync inside.
+drawn on the device at every step (WarpDrive's in place, by
+``rollout_timing.in_place_draw`` as for ``WarpTag-v0``), the step, and
+(WarpDrive) the reset of finished games; timed between CUDA events with no
+host sync inside.
 
 - WarpDrive: ``EnvWrapper(TagContinuous(**config), env_backend="numba")``, its
   first ``reset_all_envs()``, then the observation, action and reward
@@ -41,7 +43,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from rollout_timing import host_us_per_call, synchronize, time_rollout
+from rollout_timing import host_us_per_call, in_place_draw, synchronize, time_rollout
 
 # TagConfig fields that WarpDrive's TagContinuous has under the same name; the other two are this project's options.
 NOT_IN_WARPDRIVE = ("observe_own_type", "tagger_ids")
@@ -106,10 +108,7 @@ def run_warpdrive(job: dict[str, Any]) -> dict[str, Any]:
     manager = env.cuda_data_manager
     actions = manager.data_on_device_via_torch(Constants.ACTIONS)  # (games, agents, 2) int32
     levels = (kwargs["num_acceleration_levels"] + 1, kwargs["num_turn_levels"] + 1)
-
-    def draw_actions() -> None:
-        actions[..., 0].random_(0, levels[0])
-        actions[..., 1].random_(0, levels[1])
+    draw_actions = in_place_draw(actions, levels)
 
     def env_step(_: object = None) -> None:
         env.step_all_envs()

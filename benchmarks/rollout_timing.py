@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -74,6 +74,25 @@ def time_rollout(
     seconds = statistics.median(times)
     return {"steps": steps, "seconds": seconds, "ms_per_step": 1e3 * seconds / steps,
             "ms_per_step_best": 1e3 * times[0] / steps}  # fmt: skip
+
+
+def in_place_draw(actions: torch.Tensor, nvec: Sequence[int]) -> Callable[[], torch.Tensor]:
+    """A function that refills ``actions`` (any shape ending in ``len(nvec)``) with random actions and returns it.
+
+    Component ``k`` is drawn uniformly from ``[0, nvec[k])`` on the tensor's
+    device, in place with one ``random_`` a component: no allocation, and as
+    few tensor operations (each costs host time) as there are components.
+    """
+    if actions.shape[-1] != len(nvec):
+        raise ValueError(f"actions must end in {len(nvec)} components (one per nvec entry), got {tuple(actions.shape)}")
+    columns = list(zip(actions.unbind(-1), (int(n) for n in nvec), strict=True))
+
+    def draw() -> torch.Tensor:
+        for column, n in columns:
+            column.random_(0, n)
+        return actions
+
+    return draw
 
 
 def host_us_per_call(

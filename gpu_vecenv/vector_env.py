@@ -176,6 +176,13 @@ class GpuVectorEnv(VectorEnv):
         num_actions = len(definition.action_nvec)
         self._actions = torch.zeros((self.num_games, self.num_agents, num_actions), dtype=torch.int64,
                                     device=self.device)  # fmt: skip
+        # The accepted action shapes, slot-major first, each with its view of the buffer, made once: a view
+        # costs microseconds of host time, and step() is host-bound on small envs.
+        if definition.discrete_actions:
+            shapes = [(self.num_envs,), (self.num_games, self.num_agents)]
+        else:
+            shapes = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
+        self._action_views = {shape: self._actions.view(shape) for shape in shapes}
         same_step = mode is AutoresetMode.SAME_STEP
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         if self.backend == "cuda":
@@ -333,7 +340,7 @@ class GpuVectorEnv(VectorEnv):
 
     # -- actions ------------------------------------------------------------------
     def _load_actions(self, actions: Any) -> None:
-        name, num_actions = self.definition.name, len(self.definition.action_nvec)
+        name = self.definition.name
         if isinstance(actions, torch.Tensor):
             if actions.device != self.device:
                 raise ValueError(
@@ -351,18 +358,15 @@ class GpuVectorEnv(VectorEnv):
             tensor = _host_tensor(array)
         if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
             raise TypeError(f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}")
-        if self.definition.discrete_actions:
-            expected = [(self.num_envs,), (self.num_games, self.num_agents)]
-            layout = "(games, agents)"
-        else:
-            expected = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
-            layout = "(games, agents, components)"
-        if tuple(tensor.shape) not in expected:
+        target = self._action_views.get(tensor.shape)
+        if target is None:
+            layout = "(games, agents)" if self.definition.discrete_actions else "(games, agents, components)"
+            expected = list(self._action_views)
             raise ValueError(
                 f"{name}: actions must have shape {expected[0]} (one per slot) or {expected[1]} "
                 f"{layout}, got {tuple(tensor.shape)}"
             )
-        self._actions.view(tensor.shape).copy_(tensor)
+        target.copy_(tensor)
         if self.strict:
             self._raise_if_out_of_range()
 
@@ -507,7 +511,7 @@ class GpuVectorEnv(VectorEnv):
         """Release every buffer; the memory returns to torch's allocator."""
         if hasattr(self, "_backend") and isinstance(self._backend, CudaBackend):
             self._backend.close()
-        for attr in ("_buffers", "_views", "_params", "_actions", "_backend", "_arena", "_all_true"):
+        for attr in ("_buffers", "_views", "_params", "_actions", "_action_views", "_backend", "_arena", "_all_true"):
             if hasattr(self, attr):
                 delattr(self, attr)
 
