@@ -29,6 +29,7 @@ import time
 
 import gymnasium as gym
 import torch
+from rollout_timing import time_region
 
 import gpu_vecenv  # noqa: F401
 from gpu_vecenv import codegen
@@ -59,13 +60,8 @@ def floors(envs, k_nearest: bool) -> dict:
 
 
 def event_ms(fn, repeats: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / repeats
+    """Milliseconds per call of ``fn``, ``repeats`` calls back to back between two CUDA events."""
+    return 1e3 * time_region(fn, repeats, torch.device("cuda")) / repeats
 
 
 def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **params) -> dict:
