@@ -151,6 +151,7 @@ class Case:
     setup_probe: bool = False
     group: str = "targets"
     spatial_index: bool | None = None  # WarpTag-v0's choice (SPATIAL_INDEX_MIN_AGENTS) unless set
+    max_registers: int | None = None  # WarpTag-v0's register cap (None: the compiler's choice)
 
     @property
     def agents(self) -> int:
@@ -321,7 +322,8 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     synchronize(device)
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
-                        spatial_index=case.spatial_index, **asdict(case.tag_config()))  # fmt: skip
+                        spatial_index=case.spatial_index, max_registers=case.max_registers,
+                        **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
     del obs
@@ -392,13 +394,14 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
 
 def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
-            "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy}  # fmt: skip
+            "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
+            "max_registers": case.max_registers}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     """Set up ``case`` in a fresh process whose kernel cache is ``cache``: its set-up seconds (or the error)."""
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
-                       "full_obs": case.full_obs, "k": case.k})  # fmt: skip
+                       "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -709,6 +712,12 @@ def main() -> None:
     parser.add_argument(
         "--cases", nargs="+", metavar="TEXT", help="keep only the presets' cases whose name contains one of these"
     )
+    parser.add_argument(
+        "--max-registers",
+        type=int,
+        metavar="N",
+        help="compile WarpTag-v0's kernel of every case under this register cap (16-255; peers unchanged)",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -735,6 +744,10 @@ def main() -> None:
             else PRESETS[name]()
         )  # fmt: skip
     ]
+    if args.max_registers is not None:
+        if not 16 <= args.max_registers <= 255:
+            parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
+        cases = [replace(case, max_registers=args.max_registers) for case in cases]
     if args.cases:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]
         if not cases:

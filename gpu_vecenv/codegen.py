@@ -35,6 +35,7 @@ from types import ModuleType
 
 from gpu_vecenv.definition import EnvDefinition, Phase
 from gpu_vecenv.layout import BUFFERS, ParamLayout
+from gpu_vecenv.shared import SIMULATOR
 
 OP_STEP = 0
 OP_RESET = 1
@@ -227,7 +228,9 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
             w.line(text)
     w.line("")
     if target == "cuda":
-        w.line("@cuda.jit(cache=True)")
+        # The simulator's jit takes no register cap, and there is no register file to cap.
+        cap = "" if definition.max_registers is None or SIMULATOR else f", max_registers={definition.max_registers}"
+        w.line(f"@cuda.jit(cache=True{cap})")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({KERNEL_ARGS}):"):

@@ -224,6 +224,15 @@ class EnvDefinition:
             (:data:`gpu_vecenv.codegen.KERNEL_ARGS`) and must implement the same
             contract; ``python -m gpu_vecenv.show_kernel ENV_ID`` prints the
             generated kernel to start from. The CPU then runs the reference.
+        max_registers: a cap on the registers per thread of the generated
+            CUDA kernel (numba-cuda's ``max_registers``, an integer in
+            ``[16, 255]``), or ``None`` for the compiler's choice. Registers
+            set how many blocks an SM holds at once: a kernel that waits on
+            loads (Nsight Compute's long scoreboard stalls) gains from more
+            resident warps, while a cap below what the kernel needs spills to
+            local memory (``benchmarks/ptx_report.py --max-registers N``
+            reports the spills without a GPU). Ignored on the CPU and under
+            the CUDA simulator.
     """
 
     name: str
@@ -247,6 +256,7 @@ class EnvDefinition:
     render: Callable[..., Any] | None = None
     cuda_kernel: Any = None
     scratch: tuple[StateArray, ...] = ()
+    max_registers: int | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -266,6 +276,11 @@ class EnvDefinition:
             raise ValueError(f"{where}: discrete_actions needs exactly one action component, got {self.action_nvec}")
         if self.obs_dim < 1:
             raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
+        cap = self.max_registers
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not 16 <= cap <= 255):
+            raise ValueError(f"{where}: max_registers must be None or an integer in [16, 255], got {cap!r}")
+        if cap is not None and self.cuda_kernel is not None:
+            raise ValueError(f"{where}: max_registers caps the generated kernel; it has no effect with cuda_kernel")
         space = self.observation_space
         if space is not None and (
             getattr(space, "shape", None) != (self.obs_dim,) or str(getattr(space, "dtype", "")) != "float32"

@@ -59,6 +59,8 @@ SCENARIOS = {
     ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
+    # The simulator has no register file: a capped env's kernel runs there without the cap.
+    "register_cap": ({"use_full_observation": True, "max_registers": 32}, 3, None),
     # More threads than one agent's 15 entries: each thread's next entry is two agents on, with a carry.
     "block_wider_than_an_observation": ({"threads_per_block": 37}, 3, None),
     # The K-nearest search through the spatial index: 4 cells of 2.5, agents leaving the game.

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "quick", "--backend", "cpu",
-               "--peers", "--markdown", "--out", str(tmp_path)]  # fmt: skip
+               "--peers", "--markdown", "--max-registers", "40", "--out", str(tmp_path)]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
@@ -27,6 +27,7 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
         assert row["game_steps_per_s"] == pytest.approx(row["games"] * steps_per_s)
         assert row["agent_steps_per_s"] == pytest.approx(row["game_steps_per_s"] * row["agents"])
         assert row["host_us"] > 0 and row["kernel_us"] > 0 and row["setup_s"] > 0
+        assert row["max_registers"] == 40  # asked of every row (the CPU backend has no registers to cap)
         moved = row["bytes"]
         # The kernel reads and writes the state, reads the actions and writes the outputs, observations included.
         assert moved["kernel"] > 2 * moved["state"] + moved["outputs"] > moved["obs"] > 0
@@ -75,6 +76,7 @@ def test_the_index_preset_takes_the_agents_per_game_to_sweep():
     [
         (["--scale-agents", "1"], "--scale-agents: every game needs at least 2 agents"),
         (["--scale-agents", "500", "--scale-total-agents", "300"], "must be at least the largest --scale-agents, 500"),
+        (["--max-registers", "8"], "--max-registers must be between 16 and 255, got 8"),
     ],
 )
 def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):

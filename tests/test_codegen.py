@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from conftest import SMALL_TAG
 from faulty_phases import observe_listed_and_overwrite_the_time
 
@@ -194,3 +196,34 @@ def test_the_observation_slot_phase_outside_the_observe_phases_is_refused(where)
     assert listed.per == "slot"
     with pytest.raises(ValueError, match="has per='slot', which only observe phases may have"):
         dataclasses.replace(definition, **{where: getattr(definition, where) + (listed,)})
+
+
+def test_a_register_cap_reaches_the_cuda_kernel_only():
+    capped = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
+    assert "@cuda.jit(cache=True, max_registers=40)" in generate_source(capped, "cuda")
+    assert "max_registers" not in generate_source(capped, "cpu")
+    plain = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    assert "@cuda.jit(cache=True)\n" in generate_source(plain, "cuda")
+
+
+@pytest.mark.parametrize("cap", [8, 256, 40.0, True, "40"])
+def test_a_bad_register_cap_is_refused(cap):
+    with pytest.raises(ValueError, match=r"max_registers must be None or an integer in \[16, 255\], got"):
+        tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=cap)
+
+
+def test_a_register_cap_with_a_hand_written_kernel_is_refused():
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    with pytest.raises(ValueError, match="max_registers caps the generated kernel"):
+        dataclasses.replace(definition, cuda_kernel=object(), max_registers=40)
+
+
+def test_the_cpu_backend_takes_a_register_cap_and_steps_the_same_game():
+    def rollout(**extra):
+        envs = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", use_full_observation=True, **SMALL_TAG, **extra)
+        obs, _ = envs.reset(seed=4)
+        actions = torch.ones((envs.num_envs, 2), dtype=torch.int64)
+        return [obs.clone()] + [envs.step(actions)[0].clone() for _ in range(5)]
+
+    for capped, plain in zip(rollout(max_registers=32), rollout(), strict=True):
+        assert torch.equal(capped, plain)

@@ -37,7 +37,8 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
     return max(1, math.isqrt(num_agents // max(2, k // 2)))
 
 
-def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None) -> EnvDefinition:
+def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
+                   max_registers: int | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -47,6 +48,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ``"cpu"``, the backend the env will run on; ``None``: ``"cuda"`` when torch
     sees a GPU, as for an env made without a device). The observations, tags
     and rewards are the same either way. Ignored with the full observation.
+    ``max_registers``: a register cap for the CUDA kernel (see
+    :class:`~gpu_vecenv.definition.EnvDefinition`); ``None``: the compiler's choice.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -165,6 +168,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         else (StateArray("near_d2", "float32", length=k), StateArray("near_id", "int32", length=k)),
         reference=partial(TagReference, config),
         render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
+        max_registers=max_registers,
     )
 
 
@@ -218,13 +222,14 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
 
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...) and ``spatial_index`` (see
-    :func:`tag_definition`).
+    ``autoreset_mode``, ``copy``, ...), ``spatial_index`` and ``max_registers``
+    (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
-    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index"}, **kwargs)
+    max_registers = kwargs.pop("max_registers", None)
+    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers"}, **kwargs)
     # The device decides the default search, so it is resolved (or refused) before the definition is made.
     env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
-    definition = tag_definition(config, spatial_index, backend=env_kwargs["device"].type)
+    definition = tag_definition(config, spatial_index, backend=env_kwargs["device"].type, max_registers=max_registers)
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
