@@ -72,16 +72,23 @@ def main() -> None:
     parser.add_argument("--ptx", type=Path, help="also write the PTX here")
     parser.add_argument("--max-registers", type=int, help="cap the registers per thread (ptxas --maxrregcount)")
     args = parser.parse_args()
+    params = dict(args.param)
+    # An env made with max_registers= has it in its kernel's decorator, which ptxas does not read: pass it on.
+    asked = params.get("max_registers")
+    if asked is not None and args.max_registers is not None and asked != args.max_registers:
+        parser.error(f"--param max_registers={asked} and --max-registers {args.max_registers} disagree; give one")
+    if args.max_registers is None:
+        args.max_registers = asked
     if args.max_registers is not None and not 16 <= args.max_registers <= 255:
         parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
     cc = tuple(int(part) for part in args.cc.split("."))
-    ptx = ptx_of(args.env_id, dict(args.param), (cc[0], cc[1]))
+    ptx = ptx_of(args.env_id, params, (cc[0], cc[1]))
     if args.ptx:
         args.ptx.write_text(ptx)
     instructions = sum(1 for line in ptx.splitlines() if re.match(r"\s+[a-z@]", line))
     cap = f" (capped at {args.max_registers} registers)" if args.max_registers else ""
     print(
-        f"{args.env_id} {dict(args.param)} sm_{cc[0]}{cc[1]}{cap}: "
+        f"{args.env_id} {params} sm_{cc[0]}{cc[1]}{cap}: "
         f"{ptxas_report(ptx, (cc[0], cc[1]), args.max_registers)}, {instructions} PTX instructions"
     )
 
