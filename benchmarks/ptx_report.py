@@ -75,6 +75,8 @@ def main() -> None:
     params = dict(args.param)
     # An env made with max_registers= has it in its kernel's decorator, which ptxas does not read: pass it on.
     asked = params.get("max_registers")
+    if asked is not None and (isinstance(asked, bool) or not isinstance(asked, int)):
+        parser.error(f"--param max_registers must be an integer, got {asked!r}")
     if asked is not None and args.max_registers is not None and asked != args.max_registers:
         parser.error(f"--param max_registers={asked} and --max-registers {args.max_registers} disagree; give one")
     if args.max_registers is None:

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -259,6 +260,9 @@ class EnvDefinition:
     max_registers: int | None = None
 
     def __post_init__(self) -> None:
+        cap = self.max_registers
+        if isinstance(cap, numbers.Integral) and not isinstance(cap, bool):
+            object.__setattr__(self, "max_registers", int(cap))  # a numpy integer is taken as the int it holds
         self.validate()
 
     @property

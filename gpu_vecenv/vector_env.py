@@ -366,15 +366,19 @@ class GpuVectorEnv(VectorEnv):
                 f"{name}: actions must have shape {expected[0]} (one per slot) or {expected[1]} "
                 f"{layout}, got {tuple(tensor.shape)}"
             )
-        target.copy_(tensor)
         if self.strict:
-            self._raise_if_out_of_range()
+            # Checked before the buffer is written: a refused step leaves every buffer as it was.
+            values = tensor.to(self.device, torch.int64).reshape(self._actions.shape)
+            self._raise_if_out_of_range(values)
+            self._actions.copy_(values)
+        else:
+            target.copy_(tensor)
 
-    def _raise_if_out_of_range(self) -> None:
-        bad = (self._actions < 0) | (self._actions >= self._nvec)
+    def _raise_if_out_of_range(self, values: torch.Tensor) -> None:
+        bad = (values < 0) | (values >= self._nvec)
         if bool(bad.any()):
             g, a, k = (int(i) for i in bad.nonzero()[0])
-            value = int(self._actions[g, a, k])
+            value = int(values[g, a, k])
             raise ValueError(self._range_message(g, a, k, value, "this step (strict=True); nothing was stepped"))
 
     def _range_message(self, g: int, a: int, k: int, value: int | str, when: str) -> str:

@@ -13,8 +13,11 @@ import traceback
 
 import gymnasium as gym
 import numpy as np
+from entry_phases import entry_tag_definition
 
 import gpu_vecenv  # noqa: F401
+from envs.tag_continuous.config import TagConfig
+from gpu_vecenv import GpuVectorEnv
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.shared import SIMULATOR
 
@@ -43,7 +46,8 @@ def _stacked_options():
     return {"initial_positions": np.repeat(points, 4, axis=0)}
 
 
-# name -> (make_vec overrides, steps, reset options)
+# name -> (make_vec overrides, steps, reset options); ENTRY_BLOCK in the overrides: see make_envs.
+ENTRY_BLOCK = "entry_block"
 SCENARIOS = {
     "next_step": ({}, 12, None),
     "same_step": ({"autoreset_mode": "SameStep"}, 11, None),
@@ -70,7 +74,20 @@ SCENARIOS = {
         None,
     ),
     "spatial_index_ties": ({"spatial_index": True, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
+    # The full observation by an entry phase (tests/entry_phases.py): one call per entry, then runs of 4.
+    "entry_phase": ({"use_full_observation": True, ENTRY_BLOCK: None}, 3, None),
+    "entry_phase_blocks": ({"use_full_observation": True, ENTRY_BLOCK: 4, "threads_per_block": 8}, 3, None),
 }
+
+
+def make_envs(params: dict) -> GpuVectorEnv:
+    """Two games of WarpTag-v0 on the CUDA kernel; with ENTRY_BLOCK, the entry-phase observation's."""
+    if ENTRY_BLOCK not in params:
+        return gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
+    params = dict(params)
+    block, threads = params.pop(ENTRY_BLOCK), params.pop("threads_per_block")
+    definition = entry_tag_definition(TagConfig(**params), block)
+    return GpuVectorEnv(definition, num_games=2, device="cpu", backend="cuda", threads_per_block=threads)
 
 
 def main(names: list[str]) -> int:
@@ -82,7 +99,7 @@ def main(names: list[str]) -> int:
         overrides, steps, options = SCENARIOS[name]
         params = dict(TINY, **overrides)
         try:
-            envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
+            envs = make_envs(params)
             report = compare_with_reference(envs, steps, seed=7, options=options)
         except Exception:  # report and go on with the other scenarios
             print(f"== {name}\n{traceback.format_exc()}\nERROR\n", flush=True)

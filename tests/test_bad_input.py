@@ -220,8 +220,10 @@ def test_strict_mode_refuses_out_of_range_actions_before_stepping(device, compon
         rf"WarpTag-v0: action component {component} of slot 15 \(game 2, agent 1\) was {value}, "
         r"expected 0 <= value < 21; seen at this step \(strict=True\); nothing was stepped"
     )
+    loaded = envs.unwrapped._actions.clone()
     with pytest.raises(ValueError, match=message):
         envs.step(actions)
+    assert torch.equal(envs.unwrapped._actions, loaded)  # not even the action buffer took the refused actions
     assert_unharmed(envs, twin)
     envs.reset()  # nothing was recorded for a later reset to report
 

@@ -19,13 +19,16 @@ import numpy as np
 import pytest
 import torch
 from conftest import SMALL_TAG
+from entry_phases import entry_tag_definition
 from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
+from gpu_vecenv import GpuVectorEnv
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray
+from gpu_vecenv.oracle import compare_with_reference
 
 
 def visits_of_every_thread(w, num_agents, nthreads):
@@ -206,7 +209,7 @@ def test_a_register_cap_reaches_the_cuda_kernel_only():
     assert "@cuda.jit(cache=True)\n" in generate_source(plain, "cuda")
 
 
-@pytest.mark.parametrize("cap", [8, 256, 40.0, True, "40"])
+@pytest.mark.parametrize("cap", [8, 256, 40.0, True, "40", np.int64(300)])
 def test_a_bad_register_cap_is_refused(cap):
     with pytest.raises(ValueError, match=r"max_registers must be None or an integer in \[16, 255\], got"):
         tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=cap)
@@ -225,5 +228,19 @@ def test_the_cpu_backend_takes_a_register_cap_and_steps_the_same_game():
         actions = torch.ones((envs.num_envs, 2), dtype=torch.int64)
         return [obs.clone()] + [envs.step(actions)[0].clone() for _ in range(5)]
 
+    # The CPU kernel has no cap (so both rollouts run one module); the CUDA kernel of the same env has it.
+    capped_env = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", max_registers=np.int64(32), **SMALL_TAG)
+    assert capped_env.unwrapped.definition.max_registers == 32
+    assert "max_registers=32)" in generate_source(capped_env.unwrapped.definition, "cuda")
     for capped, plain in zip(rollout(max_registers=32), rollout(), strict=True):
         assert torch.equal(capped, plain)
+
+
+@pytest.mark.parametrize("entry_block", [None, 4])
+def test_an_entry_phase_observation_steps_the_reference_game_in_any_agent_order(entry_block):
+    # WarpTag-v0 now writes its full observation by slots; this keeps an entry phase running end to end.
+    definition = entry_tag_definition(TagConfig(**SMALL_TAG, use_full_observation=True), entry_block)
+    assert definition.observe_phases[0].per == "entry"
+    report = compare_with_reference(GpuVectorEnv(definition, num_games=3, device="cpu"), steps=40, seed=3)
+    assert report.ok, "\n" + report.table()
+    assert check_agent_order(definition, num_games=2, steps=5) == []
