@@ -95,6 +95,11 @@ _DTYPES = ("float32", "float64", "int32", "int64")
 _ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
 
 
+def _int_in(value: Any, low: int, high: int) -> bool:
+    """Whether ``value`` is an integer (not a bool) in ``[low, high]``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def _refuse_kernel_name(where: str, what: str, name: str) -> None:
     if name in KERNEL_NAMES or _KERNEL_NAME_PATTERN.fullmatch(name):
         raise ValueError(
@@ -281,7 +286,7 @@ class EnvDefinition:
         if self.obs_dim < 1:
             raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
         cap = self.max_registers
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not 16 <= cap <= 255):
+        if cap is not None and not _int_in(cap, 16, 255):
             raise ValueError(f"{where}: max_registers must be None or an integer in [16, 255], got {cap!r}")
         if cap is not None and self.cuda_kernel is not None:
             raise ValueError(f"{where}: max_registers caps the generated kernel; it has no effect with cuda_kernel")
@@ -353,11 +358,10 @@ class EnvDefinition:
                     "needs slots, and only a slot phase may have it"
                 )
             if phase.slots is not None:
-                slots = phase.slots
-                if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= self.obs_dim:
+                if not _int_in(phase.slots, 1, self.obs_dim):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} needs slots to be an integer in [1, obs_dim={self.obs_dim}], "
-                        f"got {slots!r}"
+                        f"got {phase.slots!r}"
                     )
             if phase.entry_block is not None:
                 if phase.per != "entry":
@@ -365,11 +369,10 @@ class EnvDefinition:
                         f"{where}: phase {phase.name!r} has entry_block={phase.entry_block!r}, which only entry "
                         f"phases (per='entry') may have; it has per={phase.per!r}"
                     )
-                block = phase.entry_block
-                if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= self.obs_dim:
+                if not _int_in(phase.entry_block, 1, self.obs_dim):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} needs entry_block to be None or an integer in "
-                        f"[1, obs_dim={self.obs_dim}], got {block!r}"
+                        f"[1, obs_dim={self.obs_dim}], got {phase.entry_block!r}"
                     )
             module = getattr(phase.fn, "__module__", None)
             qualname = getattr(phase.fn, "__qualname__", "")

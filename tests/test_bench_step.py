@@ -110,3 +110,18 @@ def test_the_results_say_whether_the_commit_holds_the_sources_that_ran(tmp_path,
     (tmp_path / "envs" / "new.py").write_text("y = 1\n")
     assert git_state(tmp_path)["git_commit_has_sources"] is False
     assert git_state(tmp_path.parent / "no_such_dir") == {}
+
+
+def test_host_parts_times_every_part_of_a_step_on_the_cpu(tmp_path):
+    out = tmp_path / "parts.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "host_parts.py"), "--device", "cpu", "--games", "4",
+               "--param", "num_taggers=1", "--param", "num_runners=3", "--param", "num_other_agents_observed=3",
+               "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    parts = json.loads(out.read_text())["parts"]
+    assert list(parts) == ["draw (in place)", "step, fixed actions", "load actions",
+                           "launch (a graph replay on a GPU)", "rollout step (draw + step)"]  # fmt: skip
+    assert all(part["pace_us"] > 0 and part["host_us"] > 0 for part in parts.values())
+    # Loading the actions is a small part of a step (the CPU kernel is most of it).
+    assert parts["load actions"]["host_us"] < parts["step, fixed actions"]["host_us"]
