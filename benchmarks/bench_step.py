@@ -151,7 +151,7 @@ class Case:
     setup_probe: bool = False
     group: str = "targets"
     spatial_index: bool | None = None  # WarpTag-v0's choice (SPATIAL_INDEX_MIN_AGENTS) unless set
-    max_registers: int | None = None  # WarpTag-v0's register cap (None: the compiler's choice)
+    max_registers: int | str | None = "auto"  # WarpTag-v0's register cap ("auto": its default; None: the compiler's)
 
     @property
     def agents(self) -> int:
@@ -378,6 +378,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
         "setup_s": setup_s,
         "setup_cache": setup_cache,
         "search": search,
+        "max_registers": env.definition.max_registers,  # the cap the kernel was compiled under ("auto" resolved)
         "obs_dim": int(env.single_observation_space.shape[0]),
         "threads_per_block": getattr(env._backend, "block", None),
         "cuda_graphs": getattr(env._backend, "cuda_graphs", None),
@@ -681,6 +682,19 @@ def machine(device: torch.device) -> dict[str, Any]:
     return info
 
 
+def register_cap(text: str) -> int | str | None:
+    """``--max-registers``: an integer in [16, 255], ``none`` or ``auto``."""
+    if text in ("auto", "none"):
+        return None if text == "none" else text
+    try:
+        cap = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer in [16, 255], 'none' or 'auto', got {text!r}") from None
+    if not 16 <= cap <= 255:
+        raise argparse.ArgumentTypeError(f"expected an integer in [16, 255], 'none' or 'auto', got {cap}")
+    return cap
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", nargs="+", choices=sorted(PRESETS), help="default: targets on cuda, cpu on cpu")
@@ -714,9 +728,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--max-registers",
-        type=int,
+        type=register_cap,
+        default="auto",
         metavar="N",
-        help="compile WarpTag-v0's kernel of every case under this register cap (16-255; peers unchanged)",
+        help="compile WarpTag-v0's kernel of every case under this register cap: 16-255, 'none' (the compiler's"
+        " choice) or 'auto' (WarpTag-v0's default, as without this option); peers unchanged",
     )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -744,9 +760,7 @@ def main() -> None:
             else PRESETS[name]()
         )  # fmt: skip
     ]
-    if args.max_registers is not None:
-        if not 16 <= args.max_registers <= 255:
-            parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
+    if args.max_registers != "auto":
         cases = [replace(case, max_registers=args.max_registers) for case in cases]
     if args.cases:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]

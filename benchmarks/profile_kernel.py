@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import time
 
@@ -132,7 +133,9 @@ def with_register_cap(cap: int):
 
     def generate(definition, target):
         src = original(definition, target)
-        return src.replace("@cuda.jit(cache=True)", f"@cuda.jit(cache=True, max_registers={cap})")
+        # Replaces the env's own cap too (WarpTag-v0 caps its K-nearest kernels by default).
+        decorator = r"@cuda\.jit\(cache=True(, max_registers=\d+)?\)"
+        return re.sub(decorator, f"@cuda.jit(cache=True, max_registers={cap})", src)
 
     codegen.generate_source = generate
     return original

@@ -2,13 +2,16 @@
 
     python benchmarks/ptx_report.py WarpTag-v0 --param num_taggers=100 --param num_runners=900 [--cc 9.0]
     python benchmarks/ptx_report.py WarpTag-v0 --max-registers 64     # what a register cap would spill
+    python benchmarks/ptx_report.py WarpTag-v0 --param max_registers=None   # the compiler's own choice
 
 Numba compiles the generated kernel to PTX through NVRTC (the ``nvidia-cuda-nvrtc`` wheel is enough; no
 driver, no GPU), and ``ptxas -v`` from a CUDA toolkit, when one is on ``PATH`` or under ``CUDA_HOME``,
 reports what the GPU would run: registers per thread (they set the occupancy), stack frame bytes (local
 memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. The env is made on the CPU, so a
 default that depends on the device (WarpTag-v0's search between 256 and 511 agents) is the CPU's: name
-it with ``--param spatial_index=false`` to see the GPU's kernel there. These are static figures: they rank
+it with ``--param spatial_index=false`` to see the GPU's kernel there. The env's own register cap
+(``--param max_registers=...``, else its default) applies unless ``--max-registers`` overrides it. These
+are static figures: they rank
 kernel variants (see ``benchmarks/NOTES.md``), they do not time them.
 """
 
@@ -34,7 +37,8 @@ from gpu_vecenv.check import parse_param
 from gpu_vecenv.codegen import load_kernel_module
 
 
-def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> str:
+def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> tuple[str, int | None]:
+    """The PTX of the env's CUDA step kernel, and the register cap its definition asks for."""
     envs = gym.make_vec(env_id, num_envs=2, device="cpu", **params).unwrapped
     module = load_kernel_module(envs.definition, "cuda")
     tensors = _kernel_tensors(envs._buffers, envs._params, envs._actions, envs._arena.kernel)
@@ -43,7 +47,7 @@ def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> str:
     # with no driver there is none, so name the target here.
     numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     ptx, _ = cuda.compile_ptx(module.run.py_func, signature, cc=cc)
-    return ptx
+    return ptx, envs.definition.max_registers
 
 
 def ptxas_report(ptx: str, cc: tuple[int, int], max_registers: int | None = None) -> str:
@@ -73,18 +77,18 @@ def main() -> None:
     parser.add_argument("--max-registers", type=int, help="cap the registers per thread (ptxas --maxrregcount)")
     args = parser.parse_args()
     params = dict(args.param)
-    # An env made with max_registers= has it in its kernel's decorator, which ptxas does not read: pass it on.
     asked = params.get("max_registers")
-    if asked is not None and (isinstance(asked, bool) or not isinstance(asked, int)):
-        parser.error(f"--param max_registers must be an integer, got {asked!r}")
-    if asked is not None and args.max_registers is not None and asked != args.max_registers:
+    if asked not in (None, "auto") and (isinstance(asked, bool) or not isinstance(asked, int)):
+        parser.error(f"--param max_registers must be an integer, None or 'auto', got {asked!r}")
+    if isinstance(asked, int) and args.max_registers is not None and asked != args.max_registers:
         parser.error(f"--param max_registers={asked} and --max-registers {args.max_registers} disagree; give one")
-    if args.max_registers is None:
-        args.max_registers = asked
     if args.max_registers is not None and not 16 <= args.max_registers <= 255:
         parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
     cc = tuple(int(part) for part in args.cc.split("."))
-    ptx = ptx_of(args.env_id, params, (cc[0], cc[1]))
+    ptx, definition_cap = ptx_of(args.env_id, params, (cc[0], cc[1]))
+    # The env's cap sits in its kernel's decorator, which ptxas does not read: pass it on.
+    if args.max_registers is None:
+        args.max_registers = definition_cap
     if args.ptx:
         args.ptx.write_text(ptx)
     instructions = sum(1 for line in ptx.splitlines() if re.match(r"\s+[a-z@]", line))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def test_the_index_preset_takes_the_agents_per_game_to_sweep():
     [
         (["--scale-agents", "1"], "--scale-agents: every game needs at least 2 agents"),
         (["--scale-agents", "500", "--scale-total-agents", "300"], "must be at least the largest --scale-agents, 500"),
-        (["--max-registers", "8"], "--max-registers must be between 16 and 255, got 8"),
+        (["--max-registers", "8"], "--max-registers: expected an integer in [16, 255], 'none' or 'auto', got 8"),
     ],
 )
 def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):
@@ -125,3 +126,13 @@ def test_host_parts_times_every_part_of_a_step_on_the_cpu(tmp_path):
     assert all(part["pace_us"] > 0 and part["host_us"] > 0 for part in parts.values())
     # Loading the actions is a small part of a step (the CPU kernel is most of it).
     assert parts["load actions"]["host_us"] < parts["step, fixed actions"]["host_us"]
+
+
+def test_the_register_cap_option_takes_a_cap_none_or_auto():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_step import register_cap
+
+    assert register_cap("48") == 48 and register_cap("none") is None and register_cap("auto") == "auto"
+    for text in ("256", "forty"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"expected an integer in \[16, 255\], 'none' or 'auto'"):
+            register_cap(text)

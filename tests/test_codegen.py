@@ -23,7 +23,7 @@ from entry_phases import entry_tag_definition
 from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
-from envs.tag_continuous.env import tag_definition
+from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
 from gpu_vecenv import GpuVectorEnv
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
@@ -205,11 +205,23 @@ def test_a_register_cap_reaches_the_cuda_kernel_only():
     capped = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
     assert "@cuda.jit(cache=True, max_registers=40)" in generate_source(capped, "cuda")
     assert "max_registers" not in generate_source(capped, "cpu")
-    plain = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    plain = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=None)
     assert "@cuda.jit(cache=True)\n" in generate_source(plain, "cuda")
 
 
-@pytest.mark.parametrize("cap", [8, 256, 40.0, True, "40", np.int64(300)])
+def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_default():
+    for spatial_index in (False, True):
+        definition = tag_definition(TagConfig(**SMALL_TAG), spatial_index, backend="cuda")
+        assert definition.max_registers == K_NEAREST_MAX_REGISTERS == 48
+    assert tag_definition(TagConfig(**SMALL_TAG, use_full_observation=True), backend="cuda").max_registers is None
+    assert tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=None).max_registers is None
+    envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", **SMALL_TAG)
+    assert envs.unwrapped.definition.max_registers == K_NEAREST_MAX_REGISTERS
+    with pytest.raises(ValueError, match=r"max_registers must be 'auto', None or an integer in \[16, 255\], got '40'"):
+        tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers="40")
+
+
+@pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300)])
 def test_a_bad_register_cap_is_refused(cap):
     with pytest.raises(ValueError, match=r"max_registers must be None or an integer in \[16, 255\], got"):
         tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=cap)

@@ -26,6 +26,14 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 # the index's rollouts are faster from 100-300 agents on (cpu_2026-12-04/index/, single noisy windows).
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
+# The register cap of the K-nearest kernels when none is asked for (max_registers="auto"). Uncapped, the
+# scan takes 66 registers a thread (7 blocks of 128 threads an SM) and the spatial index 116 (2 blocks of
+# 256); capped at 48 they spill 44 B and 880 B to local memory yet hold 10 and 5 blocks, and on an H200
+# the kernel went from 137 to 126 us at 10+100 agents x 2000 games and from 3395 to 2219 us at
+# 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/). The full observation is left uncapped: it
+# waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
+K_NEAREST_MAX_REGISTERS = 48
+
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
     """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
@@ -38,7 +46,7 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
 
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
-                   max_registers: int | None = None) -> EnvDefinition:  # fmt: skip
+                   max_registers: int | str | None = "auto") -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -49,7 +57,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     sees a GPU, as for an env made without a device). The observations, tags
     and rewards are the same either way. Ignored with the full observation.
     ``max_registers``: a register cap for the CUDA kernel (see
-    :class:`~gpu_vecenv.definition.EnvDefinition`); ``None``: the compiler's choice.
+    :class:`~gpu_vecenv.definition.EnvDefinition`); ``None``: the compiler's
+    choice; ``"auto"``: ``K_NEAREST_MAX_REGISTERS`` with the K-nearest
+    observation, the compiler's choice with the full observation.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -58,6 +68,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         backend = "cuda" if torch.cuda.is_available() else "cpu"
     if backend not in SPATIAL_INDEX_MIN_AGENTS:
         raise ValueError(f"WarpTag: backend must be one of {sorted(SPATIAL_INDEX_MIN_AGENTS)}, got {backend!r}")
+    if isinstance(max_registers, str):
+        if max_registers != "auto":
+            raise ValueError(
+                f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
+            )
+        max_registers = None if config.use_full_observation else K_NEAREST_MAX_REGISTERS
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
@@ -227,7 +243,7 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
-    max_registers = kwargs.pop("max_registers", None)
+    max_registers = kwargs.pop("max_registers", "auto")
     config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers"}, **kwargs)
     # The device decides the default search, so it is resolved (or refused) before the definition is made.
     env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
