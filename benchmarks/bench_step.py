@@ -439,6 +439,7 @@ def peer_jobs(cases: list[Case], peer: str, backend: str) -> list[dict[str, Any]
 
 def run_peer(peer: str, jobs: list[dict[str, Any]], work: Path, timeout_s: float) -> dict[str, Any]:
     """Run ``jobs`` in worker processes of ``peers.py``; results (or errors) by key, and the worker's log."""
+    work = work.resolve()  # the workers run from the repository root, so a relative --out must not reach them
     jobs_path, results_path, log_path = (work / f"peer_{peer}.{s}" for s in ("jobs.json", "results.json", "log"))
     jobs_path.write_text(json.dumps(jobs, indent=1))
     results_path.unlink(missing_ok=True)

@@ -87,6 +87,18 @@ def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, m
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
 
 
+def test_peer_workers_find_their_jobs_under_a_relative_out_directory(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from bench_step import run_peer
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    outcome = run_peer("vmas", [{"key": "job"}], Path("out"), timeout_s=120)
+    # Without VMAS the worker records why it could not import it; with it, why the job was malformed.
+    # Either way it read the jobs file: a worker that cannot find it exits without a word per job.
+    assert "worker exited" not in outcome["results"]["job"]["error"], outcome["log_tail"]
+
+
 def test_the_results_say_whether_the_commit_holds_the_sources_that_ran(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from bench_step import git_state
