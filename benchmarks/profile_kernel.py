@@ -14,7 +14,8 @@ arithmetic of the K-nearest search (pairwise distances, 5 operations each).
 ``--copy-bandwidth`` measures a large device-to-device copy (bytes read plus
 written), the ceiling the bytes floor is divided by. ``--variants`` times the
 same configuration with the kernel compiled under a register cap
-(``max_registers=N``, numba-cuda's option) or another block size
+(``max_registers=N``; without it, WarpTag-v0's default cap, recorded in
+each row) or another block size
 (``threads=N``). ``--host`` measures host microseconds per ``step()`` at 64
 games x 4 agents. ``--scaling`` measures cost per agent-step of K-nearest
 observation against the number of agents N (10 ... 4096).
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import time
 
@@ -33,7 +33,6 @@ import torch
 from rollout_timing import time_region
 
 import gpu_vecenv  # noqa: F401
-from gpu_vecenv import codegen
 
 CONFIGS = {
     "default100": dict(games=100, num_taggers=10, num_runners=100),
@@ -89,6 +88,7 @@ def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **
         "games": envs.num_games,
         "agents": envs.num_agents,
         "threads": threads,
+        "max_registers": envs.unwrapped.definition.max_registers,  # the cap compiled under ("auto" resolved)
         "setup_s": setup,
         "kernel_ms": kernel,
         "rollout_ms": rollout_ms,
@@ -127,20 +127,6 @@ def copy_bandwidth_gbs(nbytes: int = 2**31) -> float:
     return 2 * nbytes / (ms * 1e-3) / 1e9
 
 
-def with_register_cap(cap: int):
-    """Make ``codegen`` emit kernels compiled with numba-cuda's ``max_registers`` option."""
-    original = codegen.generate_source
-
-    def generate(definition, target):
-        src = original(definition, target)
-        # Replaces the env's own cap too (WarpTag-v0 caps its K-nearest kernels by default).
-        decorator = r"@cuda\.jit\(cache=True(, max_registers=\d+)?\)"
-        return re.sub(decorator, f"@cuda.jit(cache=True, max_registers={cap})", src)
-
-    codegen.generate_source = generate
-    return original
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
@@ -165,11 +151,7 @@ def main() -> None:
             if key == "threads":
                 rows.append(time_config(name, threads=int(value), **CONFIGS[name]))
             else:
-                original = with_register_cap(int(value))
-                try:
-                    rows.append(time_config(name, **CONFIGS[name]))
-                finally:
-                    codegen.generate_source = original
+                rows.append(time_config(name, max_registers=int(value), **CONFIGS[name]))
             rows[-1]["variant"] = variant
             print(json.dumps(rows[-1]), flush=True)
     if a.scaling:

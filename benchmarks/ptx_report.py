@@ -10,9 +10,9 @@ reports what the GPU would run: registers per thread (they set the occupancy), s
 memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. The env is made on the CPU, so a
 default that depends on the device (WarpTag-v0's search between 256 and 511 agents) is the CPU's: name
 it with ``--param spatial_index=false`` to see the GPU's kernel there. The env's own register cap
-(``--param max_registers=...``, else its default) applies unless ``--max-registers`` overrides it. These
-are static figures: they rank
-kernel variants (see ``benchmarks/NOTES.md``), they do not time them.
+(``--param max_registers=...``, else its default) applies unless ``--max-registers`` overrides it.
+These are static figures: they rank kernel variants (see ``benchmarks/NOTES.md``), they do not time
+them.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ def main() -> None:
     asked = params.get("max_registers")
     if asked not in (None, "auto") and (isinstance(asked, bool) or not isinstance(asked, int)):
         parser.error(f"--param max_registers must be an integer, None or 'auto', got {asked!r}")
+    if isinstance(asked, int) and not 16 <= asked <= 255:
+        parser.error(f"--param max_registers must be between 16 and 255, got {asked}")
     if isinstance(asked, int) and args.max_registers is not None and asked != args.max_registers:
         parser.error(f"--param max_registers={asked} and --max-registers {args.max_registers} disagree; give one")
     if args.max_registers is not None and not 16 <= args.max_registers <= 255:

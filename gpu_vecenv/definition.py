@@ -233,12 +233,15 @@ class EnvDefinition:
         max_registers: a cap on the registers per thread of the generated
             CUDA kernel (numba-cuda's ``max_registers``, an integer in
             ``[16, 255]``), or ``None`` for the compiler's choice. Registers
-            set how many blocks an SM holds at once: a kernel that waits on
-            loads (Nsight Compute's long scoreboard stalls) gains from more
-            resident warps, while a cap below what the kernel needs spills to
-            local memory (``benchmarks/ptx_report.py --max-registers N``
-            reports the spills without a GPU). Ignored on the CPU and under
-            the CUDA simulator.
+            set how many blocks an SM holds at once, so a cap pays when a
+            step has more games than the card holds at once without it; it
+            costs where every game is resident anyway, and below what the
+            kernel needs it spills to local memory
+            (``benchmarks/ptx_report.py --max-registers N`` reports the
+            spills without a GPU). Time it: on an H200 a cap of 48 sped up
+            WarpTag-v0's K-nearest kernels and slowed its full observation's
+            (``benchmarks/NOTES.md``, v18). Ignored on the CPU and under the
+            CUDA simulator.
     """
 
     name: str
@@ -289,7 +292,10 @@ class EnvDefinition:
         if cap is not None and not _int_in(cap, 16, 255):
             raise ValueError(f"{where}: max_registers must be None or an integer in [16, 255], got {cap!r}")
         if cap is not None and self.cuda_kernel is not None:
-            raise ValueError(f"{where}: max_registers caps the generated kernel; it has no effect with cuda_kernel")
+            raise ValueError(
+                f"{where}: max_registers={cap} caps the generated kernel; it has no effect with cuda_kernel:"
+                " pass max_registers=None with it"
+            )
         space = self.observation_space
         if space is not None and (
             getattr(space, "shape", None) != (self.obs_dim,) or str(getattr(space, "dtype", "")) != "float32"

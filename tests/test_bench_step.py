@@ -96,7 +96,8 @@ def test_peer_workers_find_their_jobs_under_a_relative_out_directory(tmp_path, m
     outcome = run_peer("vmas", [{"key": "job"}], Path("out"), timeout_s=120)
     # Without VMAS the worker records why it could not import it; with it, why the job was malformed.
     # Either way it read the jobs file: a worker that cannot find it exits without a word per job.
-    assert "worker exited" not in outcome["results"]["job"]["error"], outcome["log_tail"]
+    error = outcome["results"]["job"]["error"]
+    assert "worker exited" not in error and "no result" not in error, outcome["log_tail"]
 
 
 def test_the_results_say_whether_the_commit_holds_the_sources_that_ran(tmp_path, monkeypatch):

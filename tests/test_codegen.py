@@ -217,19 +217,25 @@ def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_def
     assert tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=None).max_registers is None
     envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", **SMALL_TAG)
     assert envs.unwrapped.definition.max_registers == K_NEAREST_MAX_REGISTERS
+    uncapped = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", max_registers=None, **SMALL_TAG)
+    assert uncapped.unwrapped.definition.max_registers is None
+    assert "@cuda.jit(cache=True)\n" in generate_source(uncapped.unwrapped.definition, "cuda")
     with pytest.raises(ValueError, match=r"max_registers must be 'auto', None or an integer in \[16, 255\], got '40'"):
         tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers="40")
 
 
-@pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300)])
+@pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300), "AUTO", "None", b"auto"])
 def test_a_bad_register_cap_is_refused(cap):
-    with pytest.raises(ValueError, match=r"max_registers must be None or an integer in \[16, 255\], got"):
+    with pytest.raises(ValueError, match=r"WarpTag: max_registers must be 'auto', None or an integer in \[16, 255\]"):
         tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=cap)
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    with pytest.raises(ValueError, match=r"max_registers must be None or an integer in \[16, 255\], got"):
+        dataclasses.replace(definition, max_registers=cap)
 
 
 def test_a_register_cap_with_a_hand_written_kernel_is_refused():
     definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
-    with pytest.raises(ValueError, match="max_registers caps the generated kernel"):
+    with pytest.raises(ValueError, match="max_registers=40 caps the generated kernel; .* pass max_registers=None"):
         dataclasses.replace(definition, cuda_kernel=object(), max_registers=40)
 
 

@@ -56,7 +56,8 @@ def test_out_of_range_actions_are_recorded_by_the_reference_backend_too():
 
 def hand_written(**params):
     """Tag with its generated CUDA kernel passed as if hand-written (the escape hatch)."""
-    definition = tag_definition(TagConfig.from_kwargs(**params))
+    # A hand-written kernel has no generated kernel to cap (WarpTag-v0 caps its K-nearest one by default).
+    definition = tag_definition(TagConfig.from_kwargs(**params), max_registers=None)
     return dataclasses.replace(definition, cuda_kernel=load_kernel_module(definition, "cuda").run)
 
 
@@ -71,7 +72,7 @@ def test_an_env_with_a_hand_written_kernel_runs_its_reference_on_the_cpu():
 
 def test_a_cuda_kernel_must_be_a_kernel():
     with pytest.raises(ValueError, match="cuda_kernel must be a numba.cuda.jit kernel, got function"):
-        dataclasses.replace(tag_definition(TagConfig()), cuda_kernel=lambda *args: None)
+        dataclasses.replace(tag_definition(TagConfig(), max_registers=None), cuda_kernel=lambda *args: None)
 
 
 SIMULATED = """
@@ -83,7 +84,7 @@ from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
 params = dict(num_taggers=1, num_runners=3, num_other_agents_observed=2, episode_length=4, grid_length=5.0,
               tagging_distance=0.2)
-definition = tag_definition(TagConfig.from_kwargs(**params))
+definition = tag_definition(TagConfig.from_kwargs(**params), max_registers=None)
 definition = dataclasses.replace(definition, cuda_kernel=load_kernel_module(definition, "cuda").run)
 env = GpuVectorEnv(definition, num_games=2, device="cpu", backend="cuda")
 report = compare_with_reference(env, steps=6, seed=1)

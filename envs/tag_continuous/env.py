@@ -68,12 +68,15 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         backend = "cuda" if torch.cuda.is_available() else "cpu"
     if backend not in SPATIAL_INDEX_MIN_AGENTS:
         raise ValueError(f"WarpTag: backend must be one of {sorted(SPATIAL_INDEX_MIN_AGENTS)}, got {backend!r}")
-    if isinstance(max_registers, str):
-        if max_registers != "auto":
-            raise ValueError(
-                f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
-            )
+    if isinstance(max_registers, str) and max_registers == "auto":
         max_registers = None if config.use_full_observation else K_NEAREST_MAX_REGISTERS
+    elif max_registers is not None and (
+        isinstance(max_registers, (bool, np.bool_)) or not isinstance(max_registers, (int, np.integer))
+        or not 16 <= max_registers <= 255
+    ):  # fmt: skip
+        raise ValueError(
+            f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
+        )
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
