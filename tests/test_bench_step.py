@@ -144,6 +144,16 @@ def test_host_parts_times_every_part_of_a_step_on_the_cpu(tmp_path):
     assert parts["load actions"]["host_us"] < parts["step, fixed actions"]["host_us"]
 
 
+def test_arena_views_times_the_fresh_output_batches_under_each_cap():
+    command = [sys.executable, str(ROOT / "benchmarks" / "arena_views.py"), "--caps-mb", "8", "64", "--steps", "50"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # 100 games of 110 agents make 3.16 MB of outputs a step: 2 slots fit in 8 MB, 20 in 64 MB.
+    assert re.search(r"100 games x 110 agents, obs 73 \(3.16 MB a step\), cap 8 MB: 2 slots a batch", proc.stdout)
+    assert re.search(r"100 games x 110 agents, obs 73 \(3.16 MB a step\), cap 64 MB: 20 slots a batch", proc.stdout)
+    assert proc.stdout.startswith("default cap: 64 MB, at most 64 slots a batch")
+
+
 def test_the_register_cap_option_takes_a_cap_none_or_auto():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_step import register_cap

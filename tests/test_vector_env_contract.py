@@ -180,6 +180,22 @@ def test_returned_tensors_never_change_by_default(device):
     assert torch.equal(first_obs, first_obs_copy)
 
 
+def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device):
+    # copy=True hands out slots made ahead in batches (at most 64 a batch): keep the outputs of more steps than
+    # that, and every one still holds what its step returned, in memory of its own.
+    envs = make(device)
+    rng = np.random.default_rng(1)
+    envs.reset(seed=0)
+    kept = [envs.step(random_actions(envs, rng)) for _ in range(150)]
+    copies = [(obs.clone(), rewards.clone(), info["active"].clone()) for obs, rewards, _, _, info in kept]
+    for _ in range(3):
+        envs.step(random_actions(envs, rng))
+    assert len({obs.data_ptr() for obs, *_ in kept}) == len(kept)
+    for (obs, rewards, _, _, info), (obs_then, rewards_then, active_then) in zip(kept, copies, strict=True):
+        assert torch.equal(obs, obs_then) and torch.equal(rewards, rewards_then)
+        assert torch.equal(info["active"], active_then)
+
+
 def test_copy_false_returns_the_same_buffers_every_step(device):
     envs = make(device, copy=False)
     obs0, _ = envs.reset(seed=0)
