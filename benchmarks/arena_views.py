@@ -1,14 +1,16 @@
 """Host time of handing out fresh outputs (``copy=True``) against the size of the batches they are made in.
 
-    python benchmarks/arena_views.py [--caps-mb 8 64 1048576] [--steps 2000]
+    python benchmarks/arena_views.py [--caps-mb 8 64 1048576] [--steps 2000] [--device meta|cpu]
 
 ``step`` with ``copy=True`` copies the output arena into a fresh slot whose
 views (obs, rewards, flags) were made ahead, a batch of slots at a time. This
 times :meth:`gpu_vecenv.outputs.OutputArena.results` alone on torch's ``meta``
 device, where tensors have shapes but no memory: what is left is the host time
 of making the batches and their views, the part the batch size decides. The
-copy itself (one ``cudaMemcpyAsync`` on a GPU) is not in it. Prints one line
-per configuration and cap: the slots per batch and the host µs per step.
+copy itself (one ``cudaMemcpyAsync`` on a GPU) is not in it. With ``--device
+cpu`` the arena is real CPU memory and the copy is in it: the CPU backend's
+cost of ``copy=True`` under each cap. Prints one line per configuration and
+cap: the slots per batch and the µs per step.
 """
 
 from __future__ import annotations
@@ -24,14 +26,10 @@ from gpu_vecenv import outputs
 CONFIGS = ((100, 110, 73), (2000, 110, 73), (64, 4, 23), (10000, 4, 23))
 
 
-def host_us_per_step(games: int, agents: int, obs_dim: int, cap_bytes: int, steps: int) -> tuple[float, int]:
-    """Host µs per ``results(copy=True)`` call with batches capped at ``cap_bytes``, and the slots per batch."""
-    saved = outputs._BATCH_BYTES
-    outputs._BATCH_BYTES = cap_bytes
-    try:
-        arena = outputs.OutputArena(games, agents, obs_dim, False, torch.device("meta"))
-    finally:
-        outputs._BATCH_BYTES = saved
+def host_us_per_step(games: int, agents: int, obs_dim: int, cap_bytes: int, steps: int,
+                     device: torch.device) -> tuple[float, int]:  # fmt: skip
+    """µs per ``results(copy=True)`` call with batches capped at ``cap_bytes``, and the slots per batch."""
+    arena = outputs.OutputArena(games, agents, obs_dim, False, device, batch_bytes=cap_bytes)
     for _ in range(min(steps, 200)):
         arena.results(True)
     start = time.perf_counter()
@@ -44,11 +42,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--caps-mb", type=int, nargs="+", default=[8, 64, 1 << 20], metavar="MB")
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--device", choices=("meta", "cpu"), default="meta")
     args = parser.parse_args()
-    print(f"default cap: {outputs._BATCH_BYTES >> 20} MB, at most {outputs._BATCH_SLOTS} slots a batch")
+    device = torch.device(args.device)
+    default = outputs._BATCH_BYTES.get("cuda", outputs._BATCH_BYTES_DEFAULT) >> 20
+    print(f"default cap: {default} MB on a GPU, {outputs._BATCH_BYTES_DEFAULT >> 20} MB elsewhere; "
+          f"at most {outputs._BATCH_SLOTS} slots a batch; device {args.device}")  # fmt: skip
     for games, agents, obs_dim in CONFIGS:
         for cap in args.caps_mb:
-            us, batch = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps)
+            us, batch = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps, device)
             mb = games * agents * (4 * obs_dim + 4 + 5) / 2**20
             print(f"{games} games x {agents} agents, obs {obs_dim} ({mb:.2f} MB a step), cap {cap} MB: "
                   f"{batch} slots a batch, {us:.1f} us a step")  # fmt: skip

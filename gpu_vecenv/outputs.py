@@ -53,16 +53,29 @@ class SlotOutputs(NamedTuple):
 
 # Fresh copies are made ahead in batches of at most this many slots, and this many bytes: a tensor kept
 # from a batch keeps the whole batch's memory alive. Making a batch and its views costs about 20 us of host
-# time, so small batches cost a host-bound step: at 100 games of 110 agents (3.2 MB a step) batches of 2
-# (an 8 MB cap) took 13.8 us of host a step, batches of 20 (64 MB) 4.5 us (benchmarks/arena_views.py).
+# time, so small batches cost a host-bound GPU step: at 100 games of 110 agents (3.2 MB a step) batches
+# of 2 (8 MB) took 13.7-14.0 us of host a step and batches of 20 (64 MB) 4.4-4.6 us, timed on torch's meta
+# device (benchmarks/arena_views.py). On the CPU, batches over glibc's 32 MiB mmap threshold come back
+# as fresh pages every time and the copies into them fault (`arena_views.py --device cpu`), so the CPU
+# keeps 8 MB.
 _BATCH_SLOTS = 64
-_BATCH_BYTES = 64 << 20
+_BATCH_BYTES = {"cuda": 64 << 20}
+_BATCH_BYTES_DEFAULT = 8 << 20
 
 
 class OutputArena:
     """Output buffers of ``num_games`` games on ``device``."""
 
-    def __init__(self, num_games: int, num_agents: int, obs_dim: int, final_obs: bool, device: torch.device) -> None:
+    def __init__(
+        self,
+        num_games: int,
+        num_agents: int,
+        obs_dim: int,
+        final_obs: bool,
+        device: torch.device,
+        batch_bytes: int | None = None,
+    ) -> None:
+        """``batch_bytes``: the byte cap of a batch of fresh slots (``None``: the device's default)."""
         self.num_envs = num_games * num_agents
         self.obs_dim = obs_dim
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
@@ -82,7 +95,9 @@ class OutputArena:
             final_obs=parts[2].view(num_games, num_agents, obs_dim) if final_obs else placeholder,
         )
         self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
-        self._batch = max(1, min(_BATCH_SLOTS, _BATCH_BYTES // self.nbytes))
+        if batch_bytes is None:
+            batch_bytes = _BATCH_BYTES.get(device.type, _BATCH_BYTES_DEFAULT)
+        self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
         self._fresh_rows: tuple[torch.Tensor, ...] = ()
         self._fresh: list[SlotOutputs] = []
         self._next = 0

@@ -151,7 +151,7 @@ def test_arena_views_times_the_fresh_output_batches_under_each_cap():
     # 100 games of 110 agents make 3.16 MB of outputs a step: 2 slots fit in 8 MB, 20 in 64 MB.
     assert re.search(r"100 games x 110 agents, obs 73 \(3.16 MB a step\), cap 8 MB: 2 slots a batch", proc.stdout)
     assert re.search(r"100 games x 110 agents, obs 73 \(3.16 MB a step\), cap 64 MB: 20 slots a batch", proc.stdout)
-    assert proc.stdout.startswith("default cap: 64 MB, at most 64 slots a batch")
+    assert proc.stdout.startswith("default cap: 64 MB on a GPU, 8 MB elsewhere; at most 64 slots a batch")
 
 
 def test_the_register_cap_option_takes_a_cap_none_or_auto():

@@ -12,6 +12,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector.utils import batch_space
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
+from gpu_vecenv import outputs
 
 GAMES = 3
 AGENTS = SMALL_TAG["num_taggers"] + SMALL_TAG["num_runners"]  # 7
@@ -180,20 +181,36 @@ def test_returned_tensors_never_change_by_default(device):
     assert torch.equal(first_obs, first_obs_copy)
 
 
-def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device):
-    # copy=True hands out slots made ahead in batches (at most 64 a batch): keep the outputs of more steps than
-    # that, and every one still holds what its step returned, in memory of its own.
-    envs = make(device)
+def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch):
+    # copy=True hands out slots made ahead in batches; with batches of 3 slots (the byte cap deciding), keep
+    # 20 steps' outputs: each must still hold what a copy=False twin showed at its step, in memory of its own.
+    nbytes = make(device).unwrapped._arena.nbytes
+    monkeypatch.setattr(outputs, "_BATCH_BYTES", {"cuda": 3 * nbytes})
+    monkeypatch.setattr(outputs, "_BATCH_BYTES_DEFAULT", 3 * nbytes)
+    envs, twin = make(device), make(device, copy=False)
+    assert envs.unwrapped._arena._batch == 3
     rng = np.random.default_rng(1)
     envs.reset(seed=0)
-    kept = [envs.step(random_actions(envs, rng)) for _ in range(150)]
-    copies = [(obs.clone(), rewards.clone(), info["active"].clone()) for obs, rewards, _, _, info in kept]
-    for _ in range(3):
-        envs.step(random_actions(envs, rng))
-    assert len({obs.data_ptr() for obs, *_ in kept}) == len(kept)
-    for (obs, rewards, _, _, info), (obs_then, rewards_then, active_then) in zip(kept, copies, strict=True):
-        assert torch.equal(obs, obs_then) and torch.equal(rewards, rewards_then)
-        assert torch.equal(info["active"], active_then)
+    twin.reset(seed=0)
+    kept, seen = [], []
+    for _ in range(20):
+        actions = random_actions(envs, rng)
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        kept.append((obs, rewards, terminated, truncated, info["active"]))
+        obs, rewards, terminated, truncated, info = twin.step(actions)
+        seen.append(tuple(t.clone() for t in (obs, rewards, terminated, truncated, info["active"])))
+    for part in range(5):
+        assert len({outputs_of_step[part].data_ptr() for outputs_of_step in kept}) == len(kept)
+    for returned, then in zip(kept, seen, strict=True):
+        for now, expected in zip(returned, then, strict=True):
+            assert torch.equal(now, expected)
+
+
+def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
+    # Above glibc's 32 MiB mmap threshold every batch would come back as fresh, faulting pages.
+    cpu = outputs.OutputArena(100, 110, 73, False, torch.device("cpu"))
+    meta_as_gpu = outputs.OutputArena(100, 110, 73, False, torch.device("meta"), batch_bytes=64 << 20)
+    assert cpu._batch * cpu.nbytes <= 8 << 20 < meta_as_gpu._batch * meta_as_gpu.nbytes <= 64 << 20
 
 
 def test_copy_false_returns_the_same_buffers_every_step(device):
