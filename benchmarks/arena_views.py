@@ -27,15 +27,16 @@ CONFIGS = ((100, 110, 73), (2000, 110, 73), (64, 4, 23), (10000, 4, 23))
 
 
 def host_us_per_step(games: int, agents: int, obs_dim: int, cap_bytes: int, steps: int,
-                     device: torch.device) -> tuple[float, int]:  # fmt: skip
-    """µs per ``results(copy=True)`` call with batches capped at ``cap_bytes``, and the slots per batch."""
+                     device: torch.device) -> tuple[float, int, int]:  # fmt: skip
+    """µs per ``results(copy=True)`` call with batches capped at ``cap_bytes``, the slots per batch and the
+    bytes of one step's outputs."""
     arena = outputs.OutputArena(games, agents, obs_dim, False, device, batch_bytes=cap_bytes)
     for _ in range(min(steps, 200)):
         arena.results(True)
     start = time.perf_counter()
     for _ in range(steps):
         arena.results(True)
-    return 1e6 * (time.perf_counter() - start) / steps, arena._batch
+    return 1e6 * (time.perf_counter() - start) / steps, arena._batch, arena.nbytes
 
 
 def main() -> None:
@@ -45,13 +46,12 @@ def main() -> None:
     parser.add_argument("--device", choices=("meta", "cpu"), default="meta")
     args = parser.parse_args()
     device = torch.device(args.device)
-    default = outputs._BATCH_BYTES.get("cuda", outputs._BATCH_BYTES_DEFAULT) >> 20
-    print(f"default cap: {default} MB on a GPU, {outputs._BATCH_BYTES_DEFAULT >> 20} MB elsewhere; "
+    print(f"default cap: {outputs._BATCH_BYTES_GPU >> 20} MB on a GPU, {outputs._BATCH_BYTES_CPU >> 20} MB elsewhere; "
           f"at most {outputs._BATCH_SLOTS} slots a batch; device {args.device}")  # fmt: skip
     for games, agents, obs_dim in CONFIGS:
         for cap in args.caps_mb:
-            us, batch = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps, device)
-            mb = games * agents * (4 * obs_dim + 4 + 5) / 2**20
+            us, batch, nbytes = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps, device)
+            mb = nbytes / 2**20
             print(f"{games} games x {agents} agents, obs {obs_dim} ({mb:.2f} MB a step), cap {cap} MB: "
                   f"{batch} slots a batch, {us:.1f} us a step")  # fmt: skip
 

@@ -695,13 +695,9 @@ def register_cap(text: str) -> int | str | None:
     """``--max-registers``: an integer in [16, 255], ``none`` or ``auto``."""
     if text in ("auto", "none"):
         return None if text == "none" else text
-    try:
-        cap = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer in [16, 255], 'none' or 'auto', got {text!r}") from None
-    if not 16 <= cap <= 255:
-        raise argparse.ArgumentTypeError(f"expected an integer in [16, 255], 'none' or 'auto', got {cap}")
-    return cap
+    if text.isdecimal() and 16 <= int(text) <= 255:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected an integer in [16, 255], 'none' or 'auto', got {text}")
 
 
 def main() -> None:

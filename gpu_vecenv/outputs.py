@@ -59,8 +59,8 @@ class SlotOutputs(NamedTuple):
 # as fresh pages every time and the copies into them fault (`arena_views.py --device cpu`), so the CPU
 # keeps 8 MB.
 _BATCH_SLOTS = 64
-_BATCH_BYTES = {"cuda": 64 << 20}
-_BATCH_BYTES_DEFAULT = 8 << 20
+_BATCH_BYTES_GPU = 64 << 20
+_BATCH_BYTES_CPU = 8 << 20
 
 
 class OutputArena:
@@ -96,7 +96,7 @@ class OutputArena:
         )
         self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
         if batch_bytes is None:
-            batch_bytes = _BATCH_BYTES.get(device.type, _BATCH_BYTES_DEFAULT)
+            batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
         self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
         self._fresh_rows: tuple[torch.Tensor, ...] = ()
         self._fresh: list[SlotOutputs] = []

@@ -185,8 +185,8 @@ def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch
     # copy=True hands out slots made ahead in batches; with batches of 3 slots (the byte cap deciding), keep
     # 20 steps' outputs: each must still hold what a copy=False twin showed at its step, in memory of its own.
     nbytes = make(device).unwrapped._arena.nbytes
-    monkeypatch.setattr(outputs, "_BATCH_BYTES", {"cuda": 3 * nbytes})
-    monkeypatch.setattr(outputs, "_BATCH_BYTES_DEFAULT", 3 * nbytes)
+    monkeypatch.setattr(outputs, "_BATCH_BYTES_GPU", 3 * nbytes)
+    monkeypatch.setattr(outputs, "_BATCH_BYTES_CPU", 3 * nbytes)
     envs, twin = make(device), make(device, copy=False)
     assert envs.unwrapped._arena._batch == 3
     rng = np.random.default_rng(1)
