@@ -8,6 +8,10 @@
 # e.g., with the variant checked out beside the working tree (`git worktree add .ab/topk BRANCH`):
 #   bash benchmarks/ab_trees.sh ab 2 main=. topk=.ab/topk -- --preset targets --cases 10+100 5+100 1+3
 #
+# A tree may carry bench_step arguments of its own after `::`, so that one tree is timed against itself
+# with another option:
+#   bash benchmarks/ab_trees.sh ab 2 serial=. "staged=.::--game-work staged" -- --preset targets --cases 100+900
+#
 # Each run is `python TREE/benchmarks/bench_step.py BENCH_STEP_ARGS --out OUTDIR/NAME_ROUND` with the
 # tree first on PYTHONPATH, so that its package and envs are imported. The kernel cache
 # (GPU_VECENV_CACHE_DIR) can be shared: kernel modules are named by a digest of the sources that made
@@ -25,9 +29,12 @@ mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
   for spec in "${trees[@]}"; do
     name=${spec%%=*}
-    tree=$(cd "${spec#*=}" && pwd) || exit 2
-    echo "== $name (round $round): $tree"
-    PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" python3 "$tree/benchmarks/bench_step.py" "$@" \
+    rest=${spec#*=}
+    extra=()
+    if [[ $rest == *::* ]]; then read -r -a extra <<< "${rest#*::}"; rest=${rest%%::*}; fi
+    tree=$(cd "$rest" && pwd) || exit 2
+    echo "== $name (round $round): $tree ${extra[*]}"
+    PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" python3 "$tree/benchmarks/bench_step.py" "$@" "${extra[@]}" \
         --out "$out/${name}_$round" > "$out/${name}_$round.log" 2>&1
     echo "exit status $?"
   done

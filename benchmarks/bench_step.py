@@ -152,6 +152,7 @@ class Case:
     group: str = "targets"
     spatial_index: bool | None = None  # WarpTag-v0's choice (SPATIAL_INDEX_MIN_AGENTS) unless set
     max_registers: int | str | None = "auto"  # WarpTag-v0's register cap ("auto": its default; None: the compiler's)
+    game_work: str | None = None  # WarpTag-v0's per-game work, "serial" or "staged" (None: its default)
 
     @property
     def agents(self) -> int:
@@ -322,7 +323,7 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     synchronize(device)
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
-                        spatial_index=case.spatial_index, max_registers=case.max_registers,
+                        spatial_index=case.spatial_index, max_registers=case.max_registers, game_work=case.game_work,
                         **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
@@ -378,6 +379,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
         "setup_s": setup_s,
         "setup_cache": setup_cache,
         "search": search,
+        "game_work": "staged" if any(phase.stages for phase in env.definition.all_phases) else "serial",
         # The cap the definition asks for ("auto" resolved); only the CUDA backend compiles under it.
         "max_registers": env.definition.max_registers,
         "obs_dim": int(env.single_observation_space.shape[0]),
@@ -397,13 +399,14 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
 def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
             "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
-            "max_registers": case.max_registers}  # fmt: skip
+            "max_registers": case.max_registers, "game_work": case.game_work}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     """Set up ``case`` in a fresh process whose kernel cache is ``cache``: its set-up seconds (or the error)."""
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
-                       "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers})  # fmt: skip
+                       "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers,
+                       "game_work": case.game_work})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -739,6 +742,11 @@ def main() -> None:
         help="compile WarpTag-v0's kernel of every case under this register cap: 16-255, 'none' (the compiler's"
         " choice) or 'auto' (WarpTag-v0's default, as without this option); peers unchanged",
     )
+    parser.add_argument(
+        "--game-work",
+        choices=("serial", "staged"),
+        help="run WarpTag-v0's per-game work (index sort, runner count) so in every case (default: its default)",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -767,6 +775,8 @@ def main() -> None:
     ]
     if args.max_registers != "auto":
         cases = [replace(case, max_registers=args.max_registers) for case in cases]
+    if args.game_work:
+        cases = [replace(case, game_work=args.game_work) for case in cases]
     if args.cases:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]
         if not cases:

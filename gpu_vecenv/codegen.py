@@ -164,6 +164,15 @@ class _Writer:
                 self.line(f"k = np.uint32(k - {count})")
                 self.line("a = np.uint32(a + 1)")
 
+    def stages(self, body: str, count: int, order_bit: int) -> None:
+        """The line ``body`` for every agent at ``stage`` 0, then 1, ... ``count - 1``, a barrier after each."""
+        with self.block(f"for _st in range({count}):"):
+            # uint32 on the GPU, as a: a subscript built from stage then needs no negative-index wraparound.
+            self.line("stage = np.uint32(_st)" if self.target == "cuda" else "stage = _st")
+            with self.agents(order_bit):
+                self.line(body)
+            self.barrier()
+
     @contextmanager
     def once(self) -> Iterator[None]:
         if self.target == "cuda":
@@ -201,6 +210,9 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         elif phase.per == "slot":
             assert phase.slots is not None  # EnvDefinition.validate
             w.slots(call, phase.slots, order.index(phase))
+        elif phase.per == "agent" and phase.stages is not None:
+            w.stages(call, phase.stages, order.index(phase))
+            continue  # the last stage ends with the phase's barrier
         elif phase.per == "agent":
             with w.agents(order.index(phase)):
                 w.line(call)

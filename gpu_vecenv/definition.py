@@ -31,6 +31,13 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
   and no others, such as every feature of the ``slot``-th listed agent. One
   call then loads what its entries share once and writes them side by side;
   on the GPU consecutive threads take consecutive slots of an agent.
+* an agent phase may run in *stages* (``Phase(fn, stages=S)``, parameter
+  ``stage``): ``fn`` runs for every agent with ``stage = 0``, then, after a
+  barrier, for every agent with ``stage = 1``, and so on to ``S - 1``. Each
+  stage sees what the stages before it wrote, so work that one thread would
+  otherwise do for the whole game (a sort, a sum over the agents) can be
+  spread over the agents in about ``log2(num_agents)`` stages, each agent
+  reading any slot and writing only its own, as in any agent phase.
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
@@ -41,6 +48,8 @@ Names the framework provides to every phase:
 ``g``, ``a``              game index, agent index (int)
 ``i``                     observation entry index (int; entry phases only)
 ``slot``                  observation slot index (int; slot phases only)
+``stage``                 stage index, ``0 <= stage < stages`` (int; staged
+                          phases only)
 ``num_agents``            agents per game (int64)
 ``t``                     per-game step counter, ``t[g]`` (int64); the step
                           increments it before ``update_phases`` run
@@ -87,11 +96,13 @@ KERNEL_NAMES = frozenset(
     | {f"{scope}_{dtype}" for scope in ("agent", "game") for dtype in ("f32", "f64", "i32", "i64")}
     | {"autoreset_mode", "max_episode_steps", "agent_order"}
     | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
-    | {"tid", "nthreads", "i", "slot", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s"}
+    | {"tid", "nthreads", "i", "slot", "stage", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s", "_st"}
     | {"pending", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
 )
 _KERNEL_NAME_PATTERN = re.compile(r"nvec\d+|_phase\d+")
 _DTYPES = ("float32", "float64", "int32", "int64")
+# A staged phase's stage count: log2 of any agent count a game can hold is far below it.
+MAX_STAGES = 64
 _ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
 
 
@@ -154,12 +165,17 @@ class Phase:
             ``0 .. slots - 1`` of every agent and writes only the entries of
             that slot, which no other slot may write (two calls writing one
             entry would race on the GPU).
+        stages: for an agent phase (and only there), run it in this many
+            stages, ``1 <= stages <= 64``, with a barrier after each: ``fn``
+            takes ``stage`` and runs for every agent at stage 0, then for
+            every agent at stage 1, and so on. ``None``: one plain run.
     """
 
     fn: Callable[..., Any]
     per: PhaseScope = "agent"
     entry_block: int | None = None
     slots: int | None = None
+    stages: int | None = None
 
     @property
     def name(self) -> str:
@@ -369,6 +385,11 @@ class EnvDefinition:
                         f"{where}: phase {phase.name!r} needs slots to be an integer in [1, obs_dim={self.obs_dim}], "
                         f"got {phase.slots!r}"
                     )
+            if phase.stages is not None and (phase.per != "agent" or not _int_in(phase.stages, 1, MAX_STAGES)):
+                raise ValueError(
+                    f"{where}: phase {phase.name!r} has per={phase.per!r} and stages={phase.stages!r}; stages must "
+                    f"be None or an integer in [1, {MAX_STAGES}], and only an agent phase may have them"
+                )
             if phase.entry_block is not None:
                 if phase.per != "entry":
                     raise ValueError(
@@ -391,6 +412,7 @@ class EnvDefinition:
                     p not in known
                     and not (p == "i" and phase.per == "entry")
                     and not (p == "slot" and phase.per == "slot")
+                    and not (p == "stage" and phase.stages is not None)
                 ):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} takes parameter {p!r}, which is no state array, "

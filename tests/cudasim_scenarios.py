@@ -73,6 +73,19 @@ SCENARIOS = {
         4,
         None,
     ),
+    # The index's sort and the count of runners left spread over the agents in stages, 4 threads for 16 agents.
+    "staged_game_work": (
+        {
+            "spatial_index": True,
+            "game_work": "staged",
+            "num_runners": 14,
+            "tagging_distance": 0.2,
+            "threads_per_block": 4,
+        },
+        4,
+        None,
+    ),  # fmt: skip
+    "staged_all_tagged_early": ({"game_work": "staged", "tagging_distance": 1.0}, 4, None),
     "spatial_index_ties": ({"spatial_index": True, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
     # The full observation by an entry phase (tests/entry_phases.py): one call per entry, then runs of 4.
     "entry_phase": ({"use_full_observation": True, ENTRY_BLOCK: None}, 3, None),

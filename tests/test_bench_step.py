@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "quick", "--backend", "cpu",
-               "--peers", "--markdown", "--max-registers", "40", "--out", str(tmp_path)]  # fmt: skip
+               "--peers", "--markdown", "--max-registers", "40", "--game-work", "staged",
+               "--out", str(tmp_path)]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
@@ -30,6 +31,7 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
         assert row["agent_steps_per_s"] == pytest.approx(row["game_steps_per_s"] * row["agents"])
         assert row["host_us"] > 0 and row["kernel_us"] > 0 and row["setup_s"] > 0
         assert row["max_registers"] == 40  # asked of every row (the CPU backend has no registers to cap)
+        assert row["game_work"] == "staged"
         moved = row["bytes"]
         # The kernel reads and writes the state, reads the actions and writes the outputs, observations included.
         assert moved["kernel"] > 2 * moved["state"] + moved["outputs"] > moved["obs"] > 0

@@ -45,8 +45,17 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
     return max(1, math.isqrt(num_agents // max(2, k // 2)))
 
 
+GAME_WORK = ("serial", "staged")
+
+
+def stages_for(num_agents: int) -> int:
+    """Stages of a merge sort or tree sum over ``num_agents`` slots: ``ceil(log2(num_agents))``, at least 1."""
+    return max(1, (num_agents - 1).bit_length())
+
+
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
-                   max_registers: int | str | None = "auto") -> EnvDefinition:  # fmt: skip
+                   max_registers: int | str | None = "auto",
+                   game_work: str | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -60,6 +69,13 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     :class:`~gpu_vecenv.definition.EnvDefinition`); ``None``: the compiler's
     choice; ``"auto"``: ``K_NEAREST_MAX_REGISTERS`` with the K-nearest
     observation, the compiler's choice with the full observation.
+    ``game_work``: how the work done once per game runs (the index's sort by
+    cell, the count of runners left). ``"serial"``: one thread of the game
+    walks every agent. ``"staged"``: the game's agents share it in
+    ``ceil(log2(num_agents))`` stages (:class:`~gpu_vecenv.definition.Phase`'s
+    ``stages``): a merge sort of cell keys and a tree sum, more work in all
+    but a dependent chain of ``log2`` rather than ``num_agents`` steps.
+    ``None``: ``"serial"``. The results are the same either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -77,6 +93,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         raise ValueError(
             f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
         )
+    if game_work is None:
+        game_work = "serial"
+    if not isinstance(game_work, str) or game_work not in GAME_WORK:
+        raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
+    staged = game_work == "staged"
+    stages = stages_for(n)
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
@@ -108,12 +130,19 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
                       StateArray("cell_agents", "int32")]  # fmt: skip
-            observe = (
-                Phase(sim.assign_cell),
-                Phase(sim.build_index, "game"),
-                Phase(sim.find_nearest_indexed),
-                listed,
-            )
+            if staged:
+                # Keys cell * n + id of the merge sort, in two planes it merges back and forth between.
+                cells = index_cells_per_side(n, config.num_other_agents_observed)
+                wide = (cells * cells + 1) * n > np.iinfo(np.int32).max
+                state += [StateArray("sort_key", "int64" if wide else "int32", length=2)]
+                build: tuple[Phase, ...] = (
+                    Phase(sim.assign_cell_key),
+                    Phase(sim.merge_cell_runs, stages=stages),
+                    Phase(sim.list_cells),
+                )
+            else:
+                build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
+            observe = (*build, Phase(sim.find_nearest_indexed), listed)
         else:
             observe = (Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
@@ -151,6 +180,16 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # Rings of cells around a runner that hold every tagger within the tag radius.
         reach = (constants["tag_radius"] + constants["index_margin"]) / constants["cell_size"]
         constants["tag_rings"] = min(cells - 1, math.ceil(reach))
+        if staged:
+            constants["sorted_plane"] = stages % 2  # the plane merge_cell_runs's last stage writes
+    if staged:
+        state += [StateArray("runners_left", "int32")]
+        end_phases: tuple[Phase, ...] = (
+            Phase(sim.count_runners_left, stages=stages),
+            Phase(sim.end_game_counted, "game"),
+        )
+    else:
+        end_phases = (Phase(sim.end_game, "game"),)
     taggers = config.taggers
 
     def setup(views: Mapping[str, torch.Tensor]) -> None:
@@ -174,7 +213,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             if indexed
             else (Phase(sim.tag_runners), Phase(sim.reward_taggers_and_survivors))
         )
-        + (Phase(sim.end_game, "game"),),
+        + end_phases,
         reset_phases=(Phase(sim.place_agent),),
         active="alive",
         roles={"tagger": tuple(taggers), "runner": config.runners},
@@ -241,14 +280,19 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
 
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...), ``spatial_index`` and ``max_registers``
-    (see :func:`tag_definition`).
+    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``
+    and ``game_work`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
-    config = TagConfig.from_kwargs(options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers"}, **kwargs)
+    game_work = kwargs.pop("game_work", None)
+    config = TagConfig.from_kwargs(
+        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work"}, **kwargs
+    )
     # The device decides the default search, so it is resolved (or refused) before the definition is made.
     env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
-    definition = tag_definition(config, spatial_index, backend=env_kwargs["device"].type, max_registers=max_registers)
+    definition = tag_definition(
+        config, spatial_index, backend=env_kwargs["device"].type, max_registers=max_registers, game_work=game_work
+    )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)

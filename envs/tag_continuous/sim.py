@@ -181,14 +181,27 @@ def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, 
 
 
 @shared
-def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
+def cell_containing(g, a, x, y, alive, index_cells, inv_cell_size):
     """Agent ``a``'s cell of the spatial index (row-major, ``index_cells`` per side); ``index_cells**2`` if out."""
     if alive[g, a] == 0:
-        cell_of[g, a] = index_cells * index_cells
-        return
+        return index_cells * index_cells
     cx = min(int(x[g, a] * inv_cell_size), index_cells - 1)
     cy = min(int(y[g, a] * inv_cell_size), index_cells - 1)
-    cell_of[g, a] = cy * index_cells + cx
+    return cy * index_cells + cx
+
+
+@shared
+def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
+    """Agent ``a``'s cell, for :func:`build_index`."""
+    cell_of[g, a] = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
+
+
+@shared
+def assign_cell_key(g, a, x, y, alive, cell_of, sort_key, num_agents, index_cells, inv_cell_size):
+    """Agent ``a``'s cell, and its sort key ``cell * num_agents + a`` for :func:`merge_cell_runs`."""
+    c = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
+    cell_of[g, a] = c
+    sort_key[0, g, a] = c * num_agents + a
 
 
 @shared(inline=False)
@@ -218,6 +231,76 @@ def build_index(g, num_agents, index_cells, cell_of, cell_start, cell_agents):
     for c in range(num_cells, 0, -1):
         cell_start[g, c] = cell_start[g, c - 1]
     cell_start[g, 0] = 0
+
+
+@shared
+def merge_cell_runs(g, a, stage, sort_key, num_agents):
+    """Stage ``stage`` of a merge sort of the game's sort keys, the staged form of :func:`build_index`.
+
+    Before the stage, plane ``stage % 2`` of ``sort_key`` holds runs of
+    ``2**stage`` ascending keys; agent ``a`` writes place ``a`` of the merged
+    pair of runs into the other plane, finding it by a binary search along the
+    merge path (what it writes is the ``k``-th smallest key of the pair, ``k``
+    its place there), so no two agents write one place. The keys are unique
+    (the id is part of them). After ``ceil(log2(num_agents))`` stages the
+    whole game is one ascending run.
+    """
+    s = np.int64(stage)
+    q = np.int64(a)
+    n = np.int64(num_agents)
+    src = s & 1
+    dst = 1 - src
+    width = np.int64(1) << s
+    start = q - q % (2 * width)
+    mid = min(start + width, n)
+    end = min(mid + width, n)
+    if mid == end:  # the last run of an odd count has no partner: it stays
+        sort_key[dst, g, q] = sort_key[src, g, q]
+        return
+    k = q - start
+    # The first k keys of the merged run are the first i of run one and the first k - i of run two.
+    lo = max(k - (end - mid), 0)
+    hi = min(k, mid - start)
+    while lo < hi:
+        i = (lo + hi) >> 1
+        if sort_key[src, g, start + i] < sort_key[src, g, mid + k - 1 - i]:
+            lo = i + 1
+        else:
+            hi = i
+    i = start + lo
+    j = mid + k - lo
+    if j >= end or (i < mid and sort_key[src, g, i] < sort_key[src, g, j]):
+        sort_key[dst, g, q] = sort_key[src, g, i]
+    else:
+        sort_key[dst, g, q] = sort_key[src, g, j]
+
+
+@shared
+def list_cells(g, a, sort_key, cell_agents, cell_start, num_agents, index_cells, sorted_plane):
+    """:func:`build_index`'s result from the sorted keys of :func:`merge_cell_runs` (plane ``sorted_plane``).
+
+    Agent ``a`` lists the agent at place ``a`` (if in the game) and, for
+    ``a <= index_cells**2``, finds where cell ``a`` starts by a binary search
+    of the keys; ``cell_agents`` past the last agent in the game is left as
+    it was, as the serial build leaves it.
+    """
+    n = np.int64(num_agents)
+    num_cells = np.int64(index_cells) * np.int64(index_cells)
+    key = np.int64(sort_key[sorted_plane, g, a])
+    if key < num_cells * n:
+        cell_agents[g, a] = key % n
+    c = np.int64(a)
+    if c <= num_cells:
+        first = c * n
+        lo = np.int64(0)
+        hi = n
+        while lo < hi:
+            m = (lo + hi) >> 1
+            if sort_key[sorted_plane, g, m] < first:
+                lo = m + 1
+            else:
+                hi = m
+        cell_start[g, a] = lo
 
 
 @shared(inline=False)
@@ -445,6 +528,41 @@ def end_game(g, alive, agent_type, num_agents, t, episode_length, terminated):
         if agent_type[g, j] != TAGGER and alive[g, j] != 0:
             runners_left += 1
     if runners_left == 0 or t[g] >= episode_length:
+        terminated[g] = 1
+
+
+@shared
+def count_runners_left(g, a, stage, alive, agent_type, runners_left, num_agents):
+    """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count.
+
+    Before stage ``s`` the first ``ceil(num_agents / 2**s)`` slots of
+    ``runners_left`` hold partial sums (before stage 0, each agent's own
+    0 or 1); agent ``a`` in the first half of them adds the slot half
+    their count above its own. After ``ceil(log2(num_agents))`` stages slot 0
+    holds the number of runners in the game.
+    """
+    s = np.int64(stage)
+    q = np.int64(a)
+    size = (np.int64(num_agents) + (np.int64(1) << s) - 1) >> s
+    half = (size + 1) >> 1
+    if q >= half:
+        return
+    other = q + half
+    if s == 0:
+        total = 1 if agent_type[g, q] != TAGGER and alive[g, q] != 0 else 0
+        if other < size and agent_type[g, other] != TAGGER and alive[g, other] != 0:
+            total += 1
+    else:
+        total = runners_left[g, q]
+        if other < size:
+            total += runners_left[g, other]
+    runners_left[g, q] = total
+
+
+@shared
+def end_game_counted(g, runners_left, t, episode_length, terminated):
+    """:func:`end_game` with the runners counted by :func:`count_runners_left`."""
+    if runners_left[g, 0] == 0 or t[g] >= episode_length:
         terminated[g] = 1
 
 

@@ -1,0 +1,164 @@
+"""Staged phases: work once done by one thread per game, spread over the game's agents in stages.
+
+``Phase(fn, stages=S)`` runs ``fn`` for every agent at ``stage = 0``, then, after a barrier, at
+``stage = 1``, and so on. WarpTag-v0 uses it with ``game_work="staged"``: the spatial index's sort
+by cell becomes a merge sort (``merge_cell_runs``, then ``list_cells``) and the count of runners
+left a tree sum (``count_runners_left``). Whatever runs the work, the game must be the same, bit
+for bit, and no stage may depend on the order its agents run in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import SMALL_TAG
+
+import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
+from envs.tag_continuous import sim
+from envs.tag_continuous.config import TagConfig
+from envs.tag_continuous.env import index_cells_per_side, stages_for, tag_definition
+from gpu_vecenv.check import check_agent_order
+from gpu_vecenv.codegen import generate_source
+from gpu_vecenv.definition import Phase
+
+merge_cell_runs = sim.merge_cell_runs.py_func
+list_cells = sim.list_cells.py_func
+build_index = sim.build_index.py_func
+count_runners_left = sim.count_runners_left.py_func
+
+
+def run_stages(phase, stages, num_agents, args, rng):
+    """Every stage of a staged phase for one game (g = 0), its agents in a random order each stage."""
+    for stage in range(stages):
+        for a in rng.permutation(num_agents):
+            phase(0, int(a), stage, *args)
+
+
+def random_cells(num_agents, rng):
+    """A cell for each agent, the grid WarpTag-v0 would use, a quarter of the agents out of the game."""
+    cells = index_cells_per_side(num_agents, 10) ** 2
+    cell_of = rng.integers(0, cells, (1, num_agents)).astype(np.int32)
+    cell_of[0, rng.random(num_agents) < 0.25] = cells  # out of the game: in no cell
+    return cell_of, int(np.sqrt(cells))
+
+
+@pytest.mark.parametrize("num_agents", [*range(2, 34), 63, 64, 65, 255, 256, 257, 1000])
+def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
+    rng = np.random.default_rng(num_agents)
+    cell_of, side = random_cells(num_agents, rng)
+    stages = stages_for(num_agents)
+    assert 2**stages >= num_agents and (stages == 1 or 2 ** (stages - 1) < num_agents)
+
+    keys = cell_of[0].astype(np.int64) * num_agents + np.arange(num_agents)  # cell * num_agents + id
+    sort_key = np.zeros((2, 1, num_agents), np.int32)
+    sort_key[0, 0] = keys
+    run_stages(merge_cell_runs, stages, num_agents, (sort_key, num_agents), rng)
+    plane = stages % 2
+    assert np.array_equal(sort_key[plane, 0], np.sort(keys))
+
+    staged_start = np.full((1, num_agents), -7, np.int32)
+    staged_agents = np.full((1, num_agents), -7, np.int32)
+    for a in rng.permutation(num_agents):
+        list_cells(0, int(a), sort_key, staged_agents, staged_start, num_agents, side, plane)
+    serial_start = np.full((1, num_agents), -7, np.int32)
+    serial_agents = np.full((1, num_agents), -7, np.int32)
+    build_index(0, num_agents, side, cell_of, serial_start, serial_agents)
+    # The same cell starts, the same agents in each cell in ascending ids, and the same untouched tail.
+    assert np.array_equal(staged_start[0, : side * side + 1], serial_start[0, : side * side + 1])
+    assert np.array_equal(staged_agents, serial_agents)
+
+
+@pytest.mark.parametrize("num_agents", [1, 2, 3, 7, 8, 9, 100, 110, 1000])
+def test_the_tree_sum_counts_the_runners_left(num_agents):
+    rng = np.random.default_rng(num_agents)
+    alive = (rng.random((1, num_agents)) < 0.6).astype(np.int32)
+    agent_type = (rng.random((1, num_agents)) < 0.2).astype(np.int32)  # 1: tagger
+    runners_left = np.full((1, num_agents), -7, np.int32)
+    run_stages(count_runners_left, stages_for(num_agents), num_agents, (alive, agent_type, runners_left,
+                                                                        num_agents), rng)  # fmt: skip
+    assert runners_left[0, 0] == int(((agent_type[0] != 1) & (alive[0] != 0)).sum())
+
+
+def rollout(game_work, steps, **params):
+    games = params.pop("num_envs", 3)
+    envs = gym.make_vec("WarpTag-v0", num_envs=games, device="cpu", game_work=game_work, **params)
+    rng = np.random.default_rng(5)
+    obs, _ = envs.reset(seed=5)
+    seen = [obs.clone()]
+    for _ in range(steps):
+        obs, rewards, terminated, truncated, _ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
+        seen += [obs.clone(), rewards.clone(), terminated.clone(), truncated.clone()]
+    return seen
+
+
+def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_is_caught():
+    # 20 agents through the spatial index (4 cells), a tag radius that catches every runner within
+    # the episode: the merge sort builds every step's index and the tree sum ends games early.
+    params = dict(num_taggers=2, num_runners=18, num_other_agents_observed=3, tagging_distance=0.3,
+                  grid_length=5.0, episode_length=25, spatial_index=True)  # fmt: skip
+    serial = rollout("serial", 60, **params)
+    staged = rollout("staged", 60, **params)
+    for step, (a, b) in enumerate(zip(serial, staged, strict=True)):
+        assert torch.equal(a, b), f"output {step % 4} of step {step // 4} differs"
+    terminated_at = [i // 4 for i in range(3, len(serial), 4) if serial[i].any()]
+    assert terminated_at and min(terminated_at) < 24, "no game ended before its time limit"
+
+
+def test_staged_game_work_passes_the_agent_order_check():
+    config = TagConfig(**dict(SMALL_TAG, tagging_distance=0.4))
+    definition = tag_definition(config, spatial_index=True, backend="cpu", game_work="staged")
+    staged = [p.name for p in definition.all_phases if p.stages]
+    assert staged == ["merge_cell_runs", "count_runners_left"]
+    assert check_agent_order(definition, num_games=2, steps=20) == []
+
+
+def block_after(source, header):
+    """The lines of the first block under ``header`` in generated source, without the trailing ``pass``."""
+    lines = source.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip() == header)
+    depth = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1 :]:
+        if len(line) - len(line.lstrip()) <= depth:
+            break
+        body.append(line.strip())
+    return body[:-1] if body[-1] == "pass" else body
+
+
+def test_a_staged_phase_ends_each_stage_with_a_barrier_on_the_gpu():
+    definition = tag_definition(TagConfig(num_taggers=2, num_runners=30), spatial_index=True, backend="cuda",
+                                game_work="staged")  # fmt: skip
+    source = generate_source(definition, "cuda")
+    loop = f"for _st in range({stages_for(32)}):"
+    # The merge sort wherever observations are made (reset, frozen game, step, same-step reset), the count once.
+    assert source.count(loop) == 5
+    stage = block_after(source, loop)
+    assert stage[0] == "stage = np.uint32(_st)"
+    assert stage[-1] == "cuda.syncthreads()"
+    assert "_phase" in " ".join(stage) and "while a < num_agents:" in stage
+
+
+@pytest.mark.parametrize(
+    ("phase", "message"),
+    [
+        (Phase(sim.end_game, "game", stages=3), "only an agent phase may have them"),
+        (Phase(sim.count_runners_left, stages=0), "stages must be None or an integer in [1, 64]"),
+        (Phase(sim.count_runners_left, stages=65), "stages must be None or an integer in [1, 64]"),
+        (Phase(sim.count_runners_left, stages=2.0), "stages must be None or an integer in [1, 64]"),
+        (Phase(sim.count_runners_left), "takes parameter 'stage', which is no state array"),
+    ],
+)
+def test_a_bad_staged_phase_is_refused(phase, message):
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cpu", game_work="staged")
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        dataclasses.replace(definition, reward_phases=(phase,) + definition.reward_phases[1:])
+
+
+@pytest.mark.parametrize("game_work", ["parallel", "", 1, True])
+def test_an_unknown_game_work_is_refused(game_work):
+    with pytest.raises(ValueError, match=r"game_work must be one of \('serial', 'staged'\) or None, got"):
+        gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", game_work=game_work)
