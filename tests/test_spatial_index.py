@@ -19,18 +19,19 @@ from envs.tag_continuous.env import SPATIAL_INDEX_MIN_AGENTS, index_cells_per_si
 from gpu_vecenv.oracle import compare_with_reference
 
 
-def rollout(spatial_index, steps, seed=0, options=None, **params):
+def rollout(spatial_index, steps, seed=0, options=None, device="cpu", **params):
     """Observations, and rewards with ends, of every step of a random rollout (same actions for any ``spatial_index``).
 
     With the index the tags are found through it too (only the taggers in the cells within the tag radius).
     """
     games = params.pop("num_envs", 3)
-    envs = gym.make_vec("WarpTag-v0", num_envs=games, device="cpu", spatial_index=spatial_index, **params)
+    envs = gym.make_vec("WarpTag-v0", num_envs=games, device=device, spatial_index=spatial_index, **params)
     rng = np.random.default_rng(seed)
     obs, _ = envs.reset(seed=seed, options=options)
     seen, outcomes = [obs.clone()], []
     for _ in range(steps):
-        obs, rewards, terminated, truncated, _ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
+        actions = torch.as_tensor(rng.integers(0, 21, (envs.num_envs, 2)), device=device)
+        obs, rewards, terminated, truncated, _ = envs.step(actions)
         seen.append(obs.clone())
         outcomes.append(torch.stack([rewards, terminated.float(), truncated.float()]))
     return torch.stack(seen), torch.stack(outcomes)
@@ -135,6 +136,26 @@ def test_on_the_gpu_the_default_search_follows_the_gpu_threshold():
     assert not uses_index(num_runners=246)  # no device named: the GPU, where the scan pays to 511 agents
     assert not uses_index(device="cuda", num_runners=501) and uses_index(device="cuda", num_runners=502)
     assert uses_index(device="cpu", num_runners=246)
+
+
+# Sizes where the GPU takes the index by default, and where its blocks run several agents a thread.
+GPU_GAMES = {
+    "1000 agents, 8 games": dict(num_taggers=100, num_runners=900, num_envs=8, tagging_distance=0.03,
+                                 episode_length=20),
+    "4096 agents, 2 games": dict(num_taggers=40, num_runners=4056, num_envs=2, tagging_distance=0.01,
+                                 episode_length=8),
+}  # fmt: skip
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(GPU_GAMES))
+def test_on_the_gpu_the_index_lists_the_same_agents_as_the_full_scan_at_thousands_of_agents(name):
+    params = GPU_GAMES[name]
+    steps = params["episode_length"] + 4  # an autoreset included
+    indexed = rollout(True, steps=steps, seed=6, device="cuda", **params)
+    scanned = rollout(False, steps=steps, seed=6, device="cuda", **params)
+    assert_same(indexed, scanned)
+    assert indexed[1][:, 0].abs().sum() > 0
 
 
 def test_cell_starts_fit_in_an_agent_sized_array():

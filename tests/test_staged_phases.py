@@ -83,14 +83,15 @@ def test_the_tree_sum_counts_the_runners_left(num_agents):
     assert runners_left[0, 0] == int(((agent_type[0] != 1) & (alive[0] != 0)).sum())
 
 
-def rollout(game_work, steps, **params):
+def rollout(game_work, steps, device="cpu", **params):
     games = params.pop("num_envs", 3)
-    envs = gym.make_vec("WarpTag-v0", num_envs=games, device="cpu", game_work=game_work, **params)
+    envs = gym.make_vec("WarpTag-v0", num_envs=games, device=device, game_work=game_work, **params)
     rng = np.random.default_rng(5)
     obs, _ = envs.reset(seed=5)
     seen = [obs.clone()]
     for _ in range(steps):
-        obs, rewards, terminated, truncated, _ = envs.step(rng.integers(0, 21, (envs.num_envs, 2)))
+        actions = torch.as_tensor(rng.integers(0, 21, (envs.num_envs, 2)), device=device)
+        obs, rewards, terminated, truncated, _ = envs.step(actions)
         seen += [obs.clone(), rewards.clone(), terminated.clone(), truncated.clone()]
     return seen
 
@@ -106,6 +107,28 @@ def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_i
         assert torch.equal(a, b), f"output {step % 4} of step {step // 4} differs"
     terminated_at = [i // 4 for i in range(3, len(serial), 4) if serial[i].any()]
     assert terminated_at and min(terminated_at) < 24, "no game ended before its time limit"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "params",
+    [
+        # Through the index, several agents a thread, runners caught; the tagging distances of
+        # test_spatial_index.py's GPU sizes, so that the serial kernels are shared with it.
+        dict(num_taggers=100, num_runners=900, num_envs=8, tagging_distance=0.03, episode_length=20),
+        dict(num_taggers=40, num_runners=4056, num_envs=2, tagging_distance=0.01, episode_length=8),
+        # The scan with a tag radius that ends games early: only the count of runners is staged.
+        dict(num_taggers=10, num_runners=100, num_envs=64, tagging_distance=0.2, episode_length=40),
+    ],
+    ids=["1000 agents", "4096 agents", "110 agents"],
+)
+def test_on_the_gpu_staged_game_work_plays_the_serial_game_bit_for_bit(params):
+    steps = params["episode_length"] + 4
+    serial = rollout("serial", steps, device="cuda", spatial_index=params["num_runners"] > 500, **params)
+    staged = rollout("staged", steps, device="cuda", spatial_index=params["num_runners"] > 500, **params)
+    for step, (a, b) in enumerate(zip(serial, staged, strict=True)):
+        assert torch.equal(a, b), f"output {step % 4} of step {step // 4} differs"
+    assert any(bool(serial[i].any()) for i in range(3, len(serial), 4)), "no game ended"
 
 
 def test_staged_game_work_passes_the_agent_order_check():
