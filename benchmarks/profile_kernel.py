@@ -7,8 +7,8 @@ For each configuration it reports the set-up time (construction and first
 reset, compilation included when the kernel cache is cold), the kernel time
 per step (the captured step replayed back to back, timed with CUDA events,
 fixed random actions, autoresets included), and the rollout time per step
-(random actions drawn on the device, ``step`` with ``copy=True``, as the
-quickstart does), together with the two floors: the bytes a step must move
+(random actions drawn in place on the device, one ``random_`` a component as
+``bench_step.py`` draws them, ``step`` with ``copy=True``), together with the two floors: the bytes a step must move
 (state read and written once, actions read, outputs written) and the
 arithmetic of the K-nearest search (pairwise distances, 5 operations each).
 ``--copy-bandwidth`` measures a large device-to-device copy (bytes read plus
@@ -30,7 +30,7 @@ import time
 
 import gymnasium as gym
 import torch
-from rollout_timing import time_region
+from rollout_timing import in_place_draw, time_region
 
 import gpu_vecenv  # noqa: F401
 
@@ -79,8 +79,10 @@ def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **
     repeats = max(5, min(2000, int(budget_s * 1e3 / max(one, 1e-3))))
     kernel = statistics.median(event_ms(lambda: launch(0), repeats) for _ in range(3))
 
+    draw = in_place_draw(torch.empty_like(fixed), envs.single_action_space.nvec)
+
     def rollout():
-        envs.step((torch.rand((envs.num_envs, 2), device="cuda") * nvec).long())
+        envs.step(draw())
 
     rollout_ms = statistics.median(event_ms(rollout, repeats) for _ in range(3))
     row = {
