@@ -245,30 +245,33 @@ def merge_cell_runs(g, a, stage, sort_key, num_agents):
     (the id is part of them). After ``ceil(log2(num_agents))`` stages the
     whole game is one ascending run.
     """
-    s = np.int64(stage)
-    q = np.int64(a)
-    n = np.int64(num_agents)
-    src = s & 1
-    dst = 1 - src
-    width = np.int64(1) << s
-    start = q - q % (2 * width)
-    mid = min(start + width, n)
-    end = min(mid + width, n)
+    # Every position is unsigned (no negative-index wraparound per subscript), every literal too: an
+    # unsigned 64-bit value met with a signed one would make a float.
+    one = np.uint32(1)
+    s = np.uint32(stage)
+    q = np.uint32(a)
+    n = np.uint32(num_agents)
+    src = s & one
+    dst = src ^ one
+    width = np.uint32(one << s)
+    start = np.uint32(q - q % (width + width))
+    mid = np.uint32(min(start + width, n))
+    end = np.uint32(min(mid + width, n))
     if mid == end:  # the last run of an odd count has no partner: it stays
         sort_key[dst, g, q] = sort_key[src, g, q]
         return
-    k = q - start
+    k = np.uint32(q - start)
     # The first k keys of the merged run are the first i of run one and the first k - i of run two.
-    lo = max(k - (end - mid), 0)
-    hi = min(k, mid - start)
+    lo = np.uint32(k - (end - mid) if k > end - mid else 0)
+    hi = np.uint32(min(k, mid - start))
     while lo < hi:
-        i = (lo + hi) >> 1
-        if sort_key[src, g, start + i] < sort_key[src, g, mid + k - 1 - i]:
-            lo = i + 1
+        i = np.uint32((lo + hi) >> one)
+        if sort_key[src, g, start + i] < sort_key[src, g, mid + (k - i - one)]:
+            lo = np.uint32(i + one)
         else:
             hi = i
-    i = start + lo
-    j = mid + k - lo
+    i = np.uint32(start + lo)
+    j = np.uint32(mid + (k - lo))
     if j >= end or (i < mid and sort_key[src, g, i] < sort_key[src, g, j]):
         sort_key[dst, g, q] = sort_key[src, g, i]
     else:
@@ -289,15 +292,15 @@ def list_cells(g, a, sort_key, cell_agents, cell_start, num_agents, index_cells,
     key = np.int64(sort_key[sorted_plane, g, a])
     if key < num_cells * n:
         cell_agents[g, a] = key % n
-    c = np.int64(a)
-    if c <= num_cells:
-        first = c * n
-        lo = np.int64(0)
-        hi = n
+    if np.int64(a) <= num_cells:
+        first = np.int64(a) * n
+        one = np.uint32(1)
+        lo = np.uint32(0)
+        hi = np.uint32(num_agents)
         while lo < hi:
-            m = (lo + hi) >> 1
+            m = np.uint32((lo + hi) >> one)
             if sort_key[sorted_plane, g, m] < first:
-                lo = m + 1
+                lo = np.uint32(m + one)
             else:
                 hi = m
         cell_start[g, a] = lo
@@ -541,13 +544,14 @@ def count_runners_left(g, a, stage, alive, agent_type, runners_left, num_agents)
     their count above its own. After ``ceil(log2(num_agents))`` stages slot 0
     holds the number of runners in the game.
     """
-    s = np.int64(stage)
-    q = np.int64(a)
-    size = (np.int64(num_agents) + (np.int64(1) << s) - 1) >> s
-    half = (size + 1) >> 1
+    one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
+    s = np.uint32(stage)
+    q = np.uint32(a)
+    size = np.uint32((np.uint32(num_agents) + (one << s) - one) >> s)
+    half = np.uint32((size + one) >> one)
     if q >= half:
         return
-    other = q + half
+    other = np.uint32(q + half)
     if s == 0:
         total = 1 if agent_type[g, q] != TAGGER and alive[g, q] != 0 else 0
         if other < size and agent_type[g, other] != TAGGER and alive[g, other] != 0:
