@@ -7,15 +7,21 @@ A phase that only reads the state and rewrites what it wrote before (the K-neare
 search, the observation, the spatial index's build, the end-of-game test) leaves
 the game unchanged when it runs twice in a row; running it twice adds its cost,
 and one barrier's, to the step. For every phase of the step (or those named by
-``--phases``) this script builds the env with that phase repeated, checks on a
-short rollout that observations, rewards, ends and state stay bit for bit those
-of the plain env (a phase that changes the game when repeated, such as ``move``,
-is reported and not timed), and times the step kernel of the plain env and of
-each variant, alternating, ``--rounds`` times, as ``bench_step.py`` times its
-kernel column (the launch alone behind a device-side sleep, CUDA events, the
-median of ``--repeats`` launches). A phase's cost is its variant's kernel time
-less the plain one. Costs do not add up exactly to the kernel time: a repeated
-phase runs on warm caches and overlaps differently with other blocks' work.
+``--phases``) this script builds the env with that phase repeated and checks
+that the game stays the same: a rollout of a whole episode and a few steps more
+(``--check-steps``; at least one game must end in it) must give bit for bit the
+plain env's observations, rewards, ends and ``active`` flags (scratch state such
+as a sort's second plane may differ, the outputs may not). A phase that changes
+the game when repeated, such as ``move``, is reported and not timed. It then
+times the step kernel of the plain env and of each variant, alternating,
+``--rounds`` times, as ``bench_step.py`` times its kernel column (the launch
+alone behind a device-side sleep, CUDA events, the median of ``--repeats``
+launches), and checks once more at full size that one step after the timed
+launches gives every variant the plain env's outputs. A phase's cost is its
+variant's kernel time less the plain one. Each variant is a kernel compiled of
+its own, so its cost includes any change of registers or spills, and costs do
+not add up exactly to the kernel time: a repeated phase runs on warm caches and
+overlaps differently with other blocks' work.
 
 On a CPU it runs too (the checks are the same, the times are the CPU backend's).
 """
@@ -27,6 +33,7 @@ import dataclasses
 import json
 import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,26 +70,28 @@ def repeated(definition: EnvDefinition, name: str) -> EnvDefinition:
     return dataclasses.replace(definition, **groups)
 
 
-def outputs_of_rollout(env: GpuVectorEnv, steps: int, seed: int) -> list[torch.Tensor]:
-    """Every output of ``steps`` steps from ``reset(seed)`` under a fixed stream of random actions, then the state."""
+def outputs_of_rollout(env: GpuVectorEnv, steps: int, seed: int) -> tuple[list[torch.Tensor], int]:
+    """Every output of ``steps`` random steps from ``reset(seed)`` (a fixed stream of actions), and the game ends."""
     rng = np.random.default_rng(seed)
     nvec = np.asarray(env.definition.action_nvec)
-    obs, _ = env.reset(seed=seed)
-    seen = [obs.clone()]
+    obs, info = env.reset(seed=seed)
+    seen, ends = [obs.clone(), info["active"].clone()], 0
     for _ in range(steps):
         actions = torch.as_tensor(rng.integers(0, nvec, size=(env.num_envs, len(nvec))), device=env.device)
-        obs, rewards, terminated, truncated, _ = env.step(actions)
-        seen += [obs.clone(), rewards.clone(), terminated.clone(), truncated.clone()]
-    seen += [value.clone() for _, value in sorted(env.state.items())]
-    return seen
+        outputs = step_outputs(env, actions)
+        seen += [t.clone() for t in outputs]
+        ended = outputs[2] | outputs[3]  # terminated or truncated, one flag a slot; every slot of a game ends together
+        ends += int(ended.view(env.num_games, -1)[:, 0].sum())
+    return seen, ends
 
 
-def same_game(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
-    # equal_nan: NaN marks a free starting position in the state (init_x, ...).
-    return len(a) == len(b) and all(
-        x.shape == y.shape and bool(torch.equal(x, y) or (x.is_floating_point() and torch.allclose(x, y, 0, 0, True)))
-        for x, y in zip(a, b, strict=True)
-    )
+def step_outputs(env: GpuVectorEnv, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    obs, rewards, terminated, truncated, info = env.step(actions)
+    return obs, rewards, terminated, truncated, info["active"]
+
+
+def same_outputs(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def kernel_us(env: GpuVectorEnv, repeats: int, warmup_steps: int, seed: int) -> float:
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", nargs="+", metavar="NAME", help="only these phases (default: every step phase)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating timing rounds (default 2)")
     parser.add_argument("--repeats", type=int, default=200, help="launches timed a measurement (default 200)")
-    parser.add_argument("--check-steps", type=int, default=30, help="steps of the repeat check (default 30)")
+    parser.add_argument("--check-steps", type=int, help="steps of the repeat check (default: the episode length + 5)")
     parser.add_argument("--check-games", type=int, default=8, help="games of the repeat check (default 8)")
     parser.add_argument("--warmup-steps", type=int, default=50, help="random steps before each timing (default 50)")
     parser.add_argument("--out", type=Path, help="write phase_costs.json and phase_costs.txt here")
@@ -121,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--phases: {unknown} are not phases of this step; its phases are {names}")
     wanted = [n for n in names if not args.phases or n in args.phases]
-    reference = outputs_of_rollout(base_small, args.check_steps, seed=1)
+    check_steps = args.check_steps or int(base_definition.constants.get("episode_length", 25)) + 5
+    reference, ends = outputs_of_rollout(base_small, check_steps, seed=1)
     base_small.close()
+    if ends == 0:
+        parser.error(f"no game ended in the {check_steps} steps of the repeat check: give more --check-steps")
 
     rows: list[dict[str, Any]] = [{"phase": "(none repeated)", "repeatable": True}]
     for name in wanted:
         small = make(repeated(base_definition, name), args.check_games)
-        repeatable = same_game(reference, outputs_of_rollout(small, args.check_steps, seed=1))
+        repeatable = same_outputs(reference, outputs_of_rollout(small, check_steps, seed=1)[0])
         small.close()
         rows.append({"phase": name, "repeatable": repeatable})
         print(f"{name}: {'the same game when run twice' if repeatable else 'changes the game when run twice'}")
@@ -141,12 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.rounds):
         for r in timed:
             samples[r["phase"]].append(kernel_us(envs[r["phase"]], args.repeats, args.warmup_steps, seed=2))
+    # Every env had the same reset, steps and launches: one more step must give every variant the same outputs.
+    last = torch.as_tensor(np.random.default_rng(3).integers(0, base_definition.action_nvec,
+                                                             size=(args.games * base_definition.num_agents,
+                                                                   len(base_definition.action_nvec))),
+                           device=device)  # fmt: skip
+    final = {name: [t.clone() for t in step_outputs(env, last)] for name, env in envs.items()}
     for env in envs.values():
         env.close()
     base_us = statistics.median(samples["(none repeated)"])
     for r in timed:
         r["kernel_us"] = samples[r["phase"]]
         r["cost_us"] = statistics.median(samples[r["phase"]]) - base_us
+        r["same_at_full_size"] = same_outputs(final[r["phase"]], final["(none repeated)"])
 
     header = f"phase costs: WarpTag-v0 {params}, {args.games} games, {device.type}, {args.rounds} rounds"
     lines = [header, f"{'phase':<40} {'kernel us (rounds)':<28} {'cost us':>9} {'% of step':>9}"]
@@ -159,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             cost, share = "-", "-"
         else:
             cost, share = f"{r['cost_us']:.1f}", f"{100 * r['cost_us'] / base_us:.1f}%"
-        lines.append(f"{r['phase']:<40} {rounds:<28} {cost:>9} {share:>9}")
+        note = "" if r["same_at_full_size"] else "  NOT the plain env's outputs at full size: cost invalid"
+        lines.append(f"{r['phase']:<40} {rounds:<28} {cost:>9} {share:>9}{note}")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

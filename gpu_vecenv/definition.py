@@ -36,8 +36,10 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
   barrier, for every agent with ``stage = 1``, and so on to ``S - 1``. Each
   stage sees what the stages before it wrote, so work that one thread would
   otherwise do for the whole game (a sort, a sum over the agents) can be
-  spread over the agents in about ``log2(num_agents)`` stages, each agent
-  reading any slot and writing only its own, as in any agent phase.
+  spread over the agents in about ``log2(num_agents)`` stages. Within a
+  stage an agent writes only its own slots and reads no slot that another
+  agent writes in that stage (a sort keeps its keys in two planes and writes
+  one while it reads the other).
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.

@@ -26,20 +26,30 @@ def test_a_repeated_phase_runs_twice_in_a_row_wherever_it_runs():
     assert twice.update_phases == definition.update_phases and twice.reward_phases == definition.reward_phases
 
 
-def test_the_search_is_timed_and_the_move_is_not(tmp_path):
+def test_the_search_is_timed_and_the_survivors_bonus_is_not(tmp_path):
+    # Run twice, the rewards phase pays the survivors' bonus twice at the end of an episode: the check's
+    # rollout goes past the episode length (15) so that it sees an end, and the phase is not timed.
     params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
-    code = phase_costs.main(["--device", "cpu", "--games", "4", *params, "--phases", "move", "find_nearest",
-                             "--rounds", "1", "--repeats", "3", "--check-steps", "20", "--warmup-steps", "5",
+    code = phase_costs.main(["--device", "cpu", "--games", "4", *params, "--phases", "reward_taggers_and_survivors",
+                             "find_nearest", "--rounds", "1", "--repeats", "3", "--warmup-steps", "5",
                              "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     rows = {r["phase"]: r for r in json.loads((tmp_path / "phase_costs.json").read_text())["rows"]}
-    # move run twice moves every agent twice: a different game, so it is not timed.
-    assert rows["move"]["repeatable"] is False and "kernel_us" not in rows["move"]
-    assert rows["find_nearest"]["repeatable"] is True and len(rows["find_nearest"]["kernel_us"]) == 1
+    bonus = rows["reward_taggers_and_survivors"]
+    assert bonus["repeatable"] is False and "kernel_us" not in bonus
+    search = rows["find_nearest"]
+    assert search["repeatable"] is True and search["same_at_full_size"] is True and len(search["kernel_us"]) == 1
     base = rows["(none repeated)"]["kernel_us"][0]
-    assert rows["find_nearest"]["cost_us"] == pytest.approx(rows["find_nearest"]["kernel_us"][0] - base)
+    assert search["cost_us"] == pytest.approx(search["kernel_us"][0] - base)
     table = (tmp_path / "phase_costs.txt").read_text()
-    assert "move" in table and "not timed: changes the game when run twice" in table
+    assert "reward_taggers_and_survivors" in table and "not timed: changes the game when run twice" in table
+
+
+def test_a_check_that_sees_no_game_end_is_refused(capsys):
+    params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
+    with pytest.raises(SystemExit):
+        phase_costs.main(["--device", "cpu", "--games", "2", *params, "--check-steps", "3"])
+    assert "no game ended in the 3 steps of the repeat check" in capsys.readouterr().err
 
 
 def test_an_unknown_phase_is_refused(capsys):

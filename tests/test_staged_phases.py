@@ -10,8 +10,10 @@ for bit, and no stage may depend on the order its agents run in.
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import gymnasium as gym
+import numba
 import numpy as np
 import pytest
 import torch
@@ -46,7 +48,7 @@ def random_cells(num_agents, rng):
     return cell_of, int(np.sqrt(cells))
 
 
-@pytest.mark.parametrize("num_agents", [*range(2, 34), 63, 64, 65, 255, 256, 257, 1000])
+@pytest.mark.parametrize("num_agents", [*range(2, 130), 255, 256, 257, 511, 512, 513, 1000, 1025])
 def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     rng = np.random.default_rng(num_agents)
     cell_of, side = random_cells(num_agents, rng)
@@ -97,10 +99,12 @@ def rollout(game_work, steps, device="cpu", **params):
 
 
 def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_is_caught():
-    # 20 agents through the spatial index (4 cells), a tag radius that catches every runner within
-    # the episode: the merge sort builds every step's index and the tree sum ends games early.
-    params = dict(num_taggers=2, num_runners=18, num_other_agents_observed=3, tagging_distance=0.3,
+    # 33 agents through the spatial index (6 cells), a tag radius that catches every runner within
+    # the episode: the merge sort builds every step's index and the tree sum ends games early. 33 agents
+    # take 6 stages, an even count: the sorted keys end in plane 0, where the sort began.
+    params = dict(num_taggers=2, num_runners=31, num_other_agents_observed=3, tagging_distance=0.3,
                   grid_length=5.0, episode_length=25, spatial_index=True)  # fmt: skip
+    assert stages_for(33) == 6
     serial = rollout("serial", 60, **params)
     staged = rollout("staged", 60, **params)
     for step, (a, b) in enumerate(zip(serial, staged, strict=True)):
@@ -129,6 +133,25 @@ def test_on_the_gpu_staged_game_work_plays_the_serial_game_bit_for_bit(params):
     for step, (a, b) in enumerate(zip(serial, staged, strict=True)):
         assert torch.equal(a, b), f"output {step % 4} of step {step // 4} differs"
     assert any(bool(serial[i].any()) for i in range(3, len(serial), 4)), "no game ended"
+
+
+@pytest.mark.parametrize("phase", [sim.merge_cell_runs, sim.list_cells, sim.count_runners_left])
+@pytest.mark.parametrize("agent", [numba.uint32, numba.int64], ids=["cuda", "cpu"])  # a and stage on each target
+def test_the_staged_phases_compute_in_integers_only(phase, agent):
+    # In Numba an unsigned 64-bit integer met with a signed one makes a float64: a slow, silent conversion.
+    plane = numba.types.Array(numba.int32, 3, "C")
+    game = numba.types.Array(numba.int32, 2, "C")
+    signatures = {
+        "merge_cell_runs": (agent, agent, agent, plane, numba.int64),
+        "list_cells": (agent, agent, plane, game, game, numba.int64, numba.int64, numba.int64),
+        "count_runners_left": (agent, agent, agent, game, game, game, numba.int64),
+    }
+    compiled = numba.njit(phase.py_func)
+    compiled.compile(signatures[phase.py_func.__name__])
+    types = io.StringIO()
+    compiled.inspect_types(file=types)
+    floats = [line.strip() for line in types.getvalue().splitlines() if "::" in line and "float64" in line]
+    assert floats == []
 
 
 def test_staged_game_work_passes_the_agent_order_check():

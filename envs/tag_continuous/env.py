@@ -50,7 +50,7 @@ GAME_WORK = ("serial", "staged")
 
 def stages_for(num_agents: int) -> int:
     """Stages of a merge sort or tree sum over ``num_agents`` slots: ``ceil(log2(num_agents))``, at least 1."""
-    return max(1, (num_agents - 1).bit_length())
+    return max(1, (int(num_agents) - 1).bit_length())  # int(): a numpy integer has no bit_length
 
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,

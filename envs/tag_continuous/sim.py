@@ -262,7 +262,7 @@ def merge_cell_runs(g, a, stage, sort_key, num_agents):
         return
     k = np.uint32(q - start)
     # The first k keys of the merged run are the first i of run one and the first k - i of run two.
-    lo = np.uint32(k - (end - mid) if k > end - mid else 0)
+    lo = np.uint32(k - (end - mid) if k > end - mid else np.uint32(0))
     hi = np.uint32(min(k, mid - start))
     while lo < hi:
         i = np.uint32((lo + hi) >> one)
