@@ -68,3 +68,16 @@ def test_the_guide_env_passes_the_checker_on_the_gpu(guide_module):
     report = check("Gather-v0", device="cuda", steps=300, num_envs=64, num_agents=40)
     print(report.table())
     assert report.ok, report.table()
+
+
+@pytest.mark.gpu
+def test_the_guides_staged_sum_matches_the_reference_on_the_gpu(guide_module):
+    from ring_gather import staged_gather_definition
+
+    from gpu_vecenv import GpuVectorEnv
+    from gpu_vecenv.oracle import compare_with_reference
+
+    # 40 agents, 6 stages, on blocks of 16 threads: each thread sums for several agents at each stage.
+    env = GpuVectorEnv(staged_gather_definition(num_agents=40), num_games=64, device="cuda", threads_per_block=16)
+    report = compare_with_reference(env, steps=120)
+    assert report.ok, report.table()
