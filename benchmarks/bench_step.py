@@ -578,10 +578,11 @@ def text_tables(rows: list[dict[str, Any]], scale_total_agents: int) -> str:
     parts = []
     main = [r for r in rows if r["group"] != "scale"]
     if main:
-        header = ["config", "games", "agents", "obs", "regs", "copy", "ms/step", "game-st/s", "agent-st/s", "host us",
-                  "kernel us", "MB/step", "%bw", "obs %bw", "KB/game", "setup s", "WD ms", "xWD", "xWD spec",
+        header = ["config", "games", "agents", "obs", "regs", "work", "copy", "ms/step", "game-st/s", "agent-st/s",
+                  "host us", "kernel us", "MB/step", "%bw", "obs %bw", "KB/game", "setup s", "WD ms", "xWD", "xWD spec",
                   "VMAS ms", "xVMAS", "Sync ms", "xSync", "targets"]  # fmt: skip
-        lines = [[r["name"], str(r["games"]), f"{r['taggers']}+{r['runners']}", r["obs"], _regs(r), str(r["copy"])[0],
+        lines = [[r["name"], str(r["games"]), f"{r['taggers']}+{r['runners']}", r["obs"], _regs(r),
+                  r.get("game_work", "-"), str(r["copy"])[0],
                   _fmt(r["ms_per_step"]), _fmt(r["game_steps_per_s"]), _fmt(r["agent_steps_per_s"]),
                   _fmt(r["host_us"], ".1f"), _fmt(r["kernel_us"], ".1f"), _fmt(r["bytes"]["kernel"] / 1e6, ".1f"),
                   _fmt(100 * r["bw_fraction"], ".0f"), _fmt(100 * r["obs_bw_fraction"], ".0f"),
@@ -593,14 +594,14 @@ def text_tables(rows: list[dict[str, Any]], scale_total_agents: int) -> str:
         parts.append(_table(header, lines))
     scale = [r for r in rows if r["group"] == "scale"]
     if scale:
-        header = ["N", "games", "K", "search", "regs", "ms/step", "ns/agent-step", "kernel ns/agent-step", "host us",
-                  "KB/game", "WD ms", "WD ns/agent-step", "xWD"]  # fmt: skip
+        header = ["N", "games", "K", "search", "regs", "work", "ms/step", "ns/agent-step", "kernel ns/agent-step",
+                  "host us", "KB/game", "WD ms", "WD ns/agent-step", "xWD"]  # fmt: skip
         lines = []
         for r in scale:
             per_agent = 1e6 / (r["games"] * r["agents"])
             wd = r.get("warpdrive") or {}
             lines.append([str(r["agents"]), str(r["games"]), r["obs"], r.get("search", "?"), _regs(r),
-                          _fmt(r["ms_per_step"]),
+                          r.get("game_work", "-"), _fmt(r["ms_per_step"]),
                           _fmt(r["ms_per_step"] * per_agent, ".2f"), _fmt(r["kernel_us"] * per_agent / 1e3, ".2f"),
                           _fmt(r["host_us"], ".1f"), _fmt(r["buffer_bytes_per_game"] / 1e3, ".1f"),
                           _peer_ms(r, "warpdrive"),

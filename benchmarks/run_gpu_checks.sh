@@ -26,6 +26,7 @@ cat "$out/checks.txt"
 for spec in "WarpTag-v0 --num-envs 8 --steps 250 --param episode_length=100" \
             "WarpTag-v0 --num-envs 4 --steps 130 --param use_full_observation=true --param num_taggers=5 --param episode_length=60" \
             "WarpTag-v0 --num-envs 3 --steps 60 --param num_runners=290 --param episode_length=25 --param spatial_index=true" \
+            "WarpTag-v0 --num-envs 3 --steps 60 --param num_runners=290 --param episode_length=25 --param spatial_index=true --param game_work=staged" \
             "WarpCartPole-v1 --num-envs 128 --steps 600"; do
   echo "\$ python -m gpu_vecenv.check $spec --device cuda" >> "$out/checks.txt"
   python3 -m gpu_vecenv.check $spec --device cuda >> "$out/checks.txt" 2>&1
