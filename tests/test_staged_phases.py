@@ -208,3 +208,14 @@ def test_a_bad_staged_phase_is_refused(phase, message):
 def test_an_unknown_game_work_is_refused(game_work):
     with pytest.raises(ValueError, match=r"game_work must be one of \('serial', 'staged'\) or None, got"):
         gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", game_work=game_work)
+
+
+def test_the_per_game_work_is_staged_on_a_gpu_and_serial_on_a_cpu_unless_told():
+    def phases(**kwargs):
+        definition = tag_definition(TagConfig(num_taggers=10, num_runners=600), **kwargs)
+        return [p.name for p in definition.all_phases]
+
+    assert "merge_cell_runs" in phases(backend="cuda") and "count_runners_left" in phases(backend="cuda")
+    assert "build_index" in phases(backend="cpu") and "end_game" in phases(backend="cpu")
+    assert "build_index" in phases(backend="cuda", game_work="serial")
+    assert "merge_cell_runs" in phases(backend="cpu", game_work="staged")

@@ -46,6 +46,11 @@ def index_cells_per_side(num_agents: int, k: int) -> int:
 
 
 GAME_WORK = ("serial", "staged")
+# How the per-game work runs when none is asked for. On an H200 the staged form took the index kernel from
+# 782 to 600 us at 1000 agents a game and from 2305 to 1511 us at 4096, 10+100 at 100 games from 37.2 to
+# 31.7 us (benchmarks/results/h200_2026-12-05/); on a 2-core CPU its rollouts were 25-45% slower
+# (cpu_2026-12-04_staged/): one core walks the agents one after another either way.
+DEFAULT_GAME_WORK = {"cuda": "staged", "cpu": "serial"}
 
 
 def stages_for(num_agents: int) -> int:
@@ -75,7 +80,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ``ceil(log2(num_agents))`` stages (:class:`~gpu_vecenv.definition.Phase`'s
     ``stages``): a merge sort of cell keys and a tree sum, more work in all
     but a dependent chain of ``log2`` rather than ``num_agents`` steps.
-    ``None``: ``"serial"``. The results are the same either way.
+    ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
+    CPU). The results are the same either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -94,7 +100,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
         )
     if game_work is None:
-        game_work = "serial"
+        game_work = DEFAULT_GAME_WORK[backend]
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
         raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
     staged = game_work == "staged"
