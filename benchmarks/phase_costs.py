@@ -70,8 +70,11 @@ def repeated(definition: EnvDefinition, name: str) -> EnvDefinition:
     return dataclasses.replace(definition, **groups)
 
 
-def outputs_of_rollout(env: GpuVectorEnv, steps: int, seed: int) -> tuple[list[torch.Tensor], int]:
-    """Every output of ``steps`` random steps from ``reset(seed)`` (a fixed stream of actions), and the game ends."""
+def outputs_of_rollout(env: GpuVectorEnv, steps: int, seed: int, keep: bool = True) -> tuple[list[torch.Tensor], int]:
+    """Every output of ``steps`` random steps from ``reset(seed)`` (a fixed stream of actions), and the game ends.
+
+    ``keep=False`` keeps no output (a warm-up at full size: a copy of every step's would take gigabytes).
+    """
     rng = np.random.default_rng(seed)
     nvec = np.asarray(env.definition.action_nvec)
     obs, info = env.reset(seed=seed)
@@ -79,7 +82,8 @@ def outputs_of_rollout(env: GpuVectorEnv, steps: int, seed: int) -> tuple[list[t
     for _ in range(steps):
         actions = torch.as_tensor(rng.integers(0, nvec, size=(env.num_envs, len(nvec))), device=env.device)
         outputs = step_outputs(env, actions)
-        seen += [t.clone() for t in outputs]
+        if keep:
+            seen += [t.clone() for t in outputs]
         ended = outputs[2] | outputs[3]  # terminated or truncated, one flag a slot; every slot of a game ends together
         ends += int(ended.view(env.num_games, -1)[:, 0].sum())
     return seen, ends
@@ -96,7 +100,7 @@ def same_outputs(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
 
 def kernel_us(env: GpuVectorEnv, repeats: int, warmup_steps: int, seed: int) -> float:
     """Median device µs of the step kernel, from the game ``warmup_steps`` random steps after ``reset(seed)``."""
-    outputs_of_rollout(env, warmup_steps, seed)
+    outputs_of_rollout(env, warmup_steps, seed, keep=False)
     synchronize(env.device)
     launch = env._backend.launch
     return device_us_per_launch(lambda: launch(OP_STEP), env.device, repeats)

@@ -138,8 +138,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("cell_agents", "int32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between.
-                cells = index_cells_per_side(n, config.num_other_agents_observed)
-                wide = (cells * cells + 1) * n > np.iinfo(np.int32).max
+                wide = (index_cells_per_side(n, k) ** 2 + 1) * n > np.iinfo(np.int32).max
                 state += [StateArray("sort_key", "int64" if wide else "int32", length=2)]
                 build: tuple[Phase, ...] = (
                     Phase(sim.assign_cell_key),
