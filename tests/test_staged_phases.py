@@ -31,6 +31,9 @@ merge_cell_runs = sim.merge_cell_runs.py_func
 list_cells = sim.list_cells.py_func
 build_index = sim.build_index.py_func
 count_runners_left = sim.count_runners_left.py_func
+count_alive = sim.count_alive.py_func
+count_alive_before = sim.count_alive_before.py_func
+list_alive = sim.list_alive.py_func
 
 
 def run_stages(phase, stages, num_agents, args, rng):
@@ -85,6 +88,33 @@ def test_the_tree_sum_counts_the_runners_left(num_agents):
     assert runners_left[0, 0] == int(((agent_type[0] != 1) & (alive[0] != 0)).sum())
 
 
+@pytest.mark.parametrize("num_agents", [*range(1, 40), 63, 64, 65, 110, 127, 128, 129, 255, 256, 257, 511])
+@pytest.mark.parametrize("in_game", [0.0, 0.4, 1.0])
+def test_the_staged_prefix_count_lists_the_agents_in_the_game_as_the_serial_count(num_agents, in_game):
+    rng = np.random.default_rng(num_agents)
+    alive = (rng.random((1, num_agents)) < in_game).astype(np.int32)
+    stages = stages_for(num_agents)
+    staged_count = np.full((2, 1, num_agents), -7, np.int32)
+    run_stages(count_alive_before, stages, num_agents, (alive, staged_count), rng)
+    serial_count = np.full((1, 1, num_agents), -7, np.int32)
+    count_alive(0, num_agents, alive, serial_count)
+    assert np.array_equal(serial_count[0, 0], np.cumsum(alive[0]))
+    plane = (stages - 1) % 2  # the env's count_plane when staged
+    assert np.array_equal(staged_count[plane, 0], serial_count[0, 0])
+
+    # Each agent's row among those in the game, and the rows' ids in ascending order; slots of
+    # alive_list past the last agent in the game are left as they were.
+    alive_list = np.full((1, num_agents), -7, np.int32)
+    list_row = np.full((1, num_agents), -7, np.int32)
+    for a in rng.permutation(num_agents):
+        list_alive(0, int(a), num_agents, alive, staged_count, plane, alive_list, list_row)
+    ids = np.flatnonzero(alive[0])
+    assert np.array_equal(alive_list[0, : len(ids)], ids) and (alive_list[0, len(ids) :] == -7).all()
+    expected_rows = np.full(num_agents, -1)
+    expected_rows[ids] = np.arange(len(ids))
+    assert np.array_equal(list_row[0], expected_rows)
+
+
 def rollout(game_work, steps, device="cpu", **params):
     games = params.pop("num_envs", 3)
     envs = gym.make_vec("WarpTag-v0", num_envs=games, device=device, game_work=game_work, **params)
@@ -98,12 +128,14 @@ def rollout(game_work, steps, device="cpu", **params):
     return seen
 
 
-def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_is_caught():
-    # 33 agents through the spatial index (6 cells), a tag radius that catches every runner within
-    # the episode: the merge sort builds every step's index and the tree sum ends games early. 33 agents
-    # take 6 stages, an even count: the sorted keys end in plane 0, where the sort began.
+@pytest.mark.parametrize("spatial_index", [True, False], ids=["index", "scan"])
+def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_is_caught(spatial_index):
+    # 33 agents, a tag radius that catches every runner within the episode: through the spatial index
+    # (6 cells) the merge sort builds every step's index, and with the scan the prefix count lists
+    # fewer agents in the game each step; the tree sum ends games early. 33 agents take 6 stages, an
+    # even count: the sorted keys end in plane 0, where the sort began.
     params = dict(num_taggers=2, num_runners=31, num_other_agents_observed=3, tagging_distance=0.3,
-                  grid_length=5.0, episode_length=25, spatial_index=True)  # fmt: skip
+                  grid_length=5.0, episode_length=25, spatial_index=spatial_index)  # fmt: skip
     assert stages_for(33) == 6
     serial = rollout("serial", 60, **params)
     staged = rollout("staged", 60, **params)
@@ -121,7 +153,7 @@ def test_staged_game_work_plays_the_serial_game_bit_for_bit_until_every_runner_i
         # test_spatial_index.py's GPU sizes, so that the serial kernels are shared with it.
         dict(num_taggers=100, num_runners=900, num_envs=8, tagging_distance=0.03, episode_length=20),
         dict(num_taggers=40, num_runners=4056, num_envs=2, tagging_distance=0.01, episode_length=8),
-        # The scan with a tag radius that ends games early: only the count of runners is staged.
+        # The scan with a tag radius that ends games early: the counts of agents in the game and of runners.
         dict(num_taggers=10, num_runners=100, num_envs=64, tagging_distance=0.2, episode_length=40),
     ],
     ids=["1000 agents", "4096 agents", "110 agents"],
@@ -135,7 +167,9 @@ def test_on_the_gpu_staged_game_work_plays_the_serial_game_bit_for_bit(params):
     assert any(bool(serial[i].any()) for i in range(3, len(serial), 4)), "no game ended"
 
 
-@pytest.mark.parametrize("phase", [sim.merge_cell_runs, sim.list_cells, sim.count_runners_left])
+@pytest.mark.parametrize(
+    "phase", [sim.merge_cell_runs, sim.list_cells, sim.count_runners_left, sim.count_alive_before, sim.list_alive]
+)
 @pytest.mark.parametrize("agent", [numba.uint32, numba.int64], ids=["cuda", "cpu"])  # a and stage on each target
 def test_the_staged_phases_compute_in_integers_only(phase, agent):
     # In Numba an unsigned 64-bit integer met with a signed one makes a float64: a slow, silent conversion.
@@ -145,6 +179,8 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
         "merge_cell_runs": (agent, agent, agent, plane, numba.int64),
         "list_cells": (agent, agent, plane, game, game, numba.int64, numba.int64, numba.int64),
         "count_runners_left": (agent, agent, agent, game, game, game, numba.int64),
+        "count_alive_before": (agent, agent, agent, game, plane),
+        "list_alive": (agent, agent, numba.int64, game, plane, numba.int64, game, game),
     }
     compiled = numba.njit(phase.py_func)
     compiled.compile(signatures[phase.py_func.__name__])
@@ -154,11 +190,15 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
     assert floats == []
 
 
-def test_staged_game_work_passes_the_agent_order_check():
+@pytest.mark.parametrize(
+    "spatial_index, staged_phases",
+    [(True, ["merge_cell_runs", "count_runners_left"]), (False, ["count_alive_before", "count_runners_left"])],
+    ids=["index", "scan"],
+)
+def test_staged_game_work_passes_the_agent_order_check(spatial_index, staged_phases):
     config = TagConfig(**dict(SMALL_TAG, tagging_distance=0.4))
-    definition = tag_definition(config, spatial_index=True, backend="cpu", game_work="staged")
-    staged = [p.name for p in definition.all_phases if p.stages]
-    assert staged == ["merge_cell_runs", "count_runners_left"]
+    definition = tag_definition(config, spatial_index=spatial_index, backend="cpu", game_work="staged")
+    assert [p.name for p in definition.all_phases if p.stages] == staged_phases
     assert check_agent_order(definition, num_games=2, steps=20) == []
 
 

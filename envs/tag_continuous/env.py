@@ -127,8 +127,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # more call the entries after them.
         observe: tuple[Phase, ...] = (Phase(sim.observe_every_other, "slot", slots=n),)
     else:
-        # vector=True: indexed [k, g, a] even when K == 1.
-        state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
+        # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
+        state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15).
         listed = Phase(sim.observe_listed, "slot", slots=k + 1)
@@ -147,9 +148,13 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 )
             else:
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
-            observe = (*build, Phase(sim.find_nearest_indexed), listed)
+            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), listed)
         else:
-            observe = (Phase(sim.find_nearest), listed)
+            # Prefix counts of the agents in the game (two planes when staged) and their ids in a list.
+            state += [StateArray("alive_count", "int32", length=2 if staged else 1, vector=True),
+                      StateArray("alive_list", "int32")]  # fmt: skip
+            count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -172,6 +177,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
     }
+    if not config.use_full_observation and not indexed:
+        constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
     if indexed:
         cells = index_cells_per_side(n, k)
         cell_size = np.float32(config.grid_length / cells)

@@ -155,27 +155,95 @@ def insert_nearest(j, d2, k_max, near_d2, near_id, later_id):
 
 
 @shared(inline=False)
-def find_nearest(g, a, num_agents, num_observed, x, y, alive, near_d2, near_id, nbr_id):
-    """The K nearest alive others of agent ``a``, nearest first, ties to the lower id, into ``nbr_id[:, g, a]``.
+def count_alive(g, num_agents, alive, alive_count):
+    """Once per game: slot ``a`` of ``alive_count[0]`` gets the number of agents in the game among ``0..a``."""
+    total = np.int32(0)
+    for a in range(num_agents):
+        if alive[g, a] != 0:
+            total += np.int32(1)
+        alive_count[0, g, a] = total
 
-    The running top-K list is kept sorted in the scratch arrays ``near_d2`` /
-    ``near_id``; empty places get id -1 (fewer than K alive, or ``a`` itself
-    out of the game).
+
+@shared
+def count_alive_before(g, a, stage, alive, alive_count):
+    """Stage ``stage`` of :func:`count_alive`'s prefix count, spread over the agents (a Hillis-Steele scan).
+
+    After stage ``s``, slot ``a`` of plane ``s % 2`` of ``alive_count`` holds
+    the number of agents in the game among the ``2**(s + 1)`` slots up to and
+    including ``a``: agent ``a`` adds the previous plane's count ``2**s``
+    slots below to its own. After ``ceil(log2(num_agents))`` stages plane
+    ``(stages - 1) % 2`` holds :func:`count_alive`'s counts.
+    """
+    one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
+    s = np.uint32(stage)
+    q = np.uint32(a)
+    width = np.uint32(one << s)
+    if s == 0:
+        total = np.int32(1) if alive[g, q] != 0 else np.int32(0)
+        if q >= one and alive[g, q - one] != 0:
+            total += np.int32(1)
+    else:
+        src = np.uint32((s + one) & one)
+        total = alive_count[src, g, q]
+        if q >= width:
+            total += alive_count[src, g, q - width]
+    alive_count[s & one, g, q] = total
+
+
+@shared
+def list_alive(g, a, num_agents, alive, alive_count, count_plane, alive_list, list_row):
+    """From the prefix counts: agent ``a``'s row among the agents in the game (``list_row``, -1 if out),
+    and in slot ``a`` of ``alive_list`` the id of the ``a``-th agent in the game, in ascending ids."""
+    counted = alive_count[count_plane, g, a]
+    list_row[g, a] = counted - np.int32(1) if alive[g, a] != 0 else np.int32(-1)
+    if np.int64(a) < np.int64(alive_count[count_plane, g, num_agents - 1]):
+        # The a-th agent in the game is at the first slot whose count exceeds a.
+        one = np.uint32(1)
+        lo = np.uint32(0)
+        hi = np.uint32(num_agents - 1)
+        while lo < hi:
+            m = np.uint32((lo + hi) >> one)
+            if np.int64(alive_count[count_plane, g, m]) > np.int64(a):
+                hi = m
+            else:
+                lo = np.uint32(m + one)
+        alive_list[g, a] = lo
+
+
+@shared(inline=False)
+def find_nearest(g, a, num_agents, num_observed, x, y, alive_count, count_plane, alive_list, near_d2, near_id,
+                 nbr_id):  # fmt: skip
+    """The K nearest others in the game of the agent in row ``a`` of ``alive_list``, nearest first, ties to
+    the lower id, into ``nbr_id[:, g, a]`` (read through ``list_row``); rows past the last agent get -1s.
+
+    Thread ``a`` works for the ``a``-th agent in the game and looks only at
+    agents in the game, so the threads of agents out of it neither idle
+    inside busy warps nor cost every search a skipped candidate. The running
+    top-K list is kept sorted in the scratch arrays ``near_d2`` / ``near_id``;
+    empty places get id -1 (fewer than K others in the game).
     """
     k_max = num_observed
     clear_nearest(k_max, near_d2, near_id)
-    if alive[g, a] != 0:
-        xa = x[g, a]
-        ya = y[g, a]
-        for j in range(num_agents):
-            if j == a or alive[g, j] == 0:
+    in_game = alive_count[count_plane, g, num_agents - 1]
+    if np.int64(a) < np.int64(in_game):
+        # Ids and places as unsigned subscripts: a subscript loaded from memory is otherwise checked for
+        # Python's negative-index wraparound on every use.
+        me = np.uint32(alive_list[g, a])
+        xa = x[g, me]
+        ya = y[g, me]
+        end = np.uint32(in_game)
+        i = np.uint32(0)
+        while i < end:
+            j = np.uint32(alive_list[g, i])
+            i = np.uint32(i + np.uint32(1))
+            if j == me:
                 continue
             dx = x[g, j] - xa
             dy = y[g, j] - ya
             d2 = dx * dx + dy * dy
             # Ascending ids: a tie with the last place never beats it. Most candidates stop here.
             if d2 < near_d2[k_max - 1]:
-                insert_nearest(j, d2, k_max, near_d2, near_id, True)
+                insert_nearest(np.int32(j), d2, k_max, near_d2, near_id, True)
     for m in range(k_max):
         nbr_id[m, g, a] = near_id[m]
 
@@ -306,22 +374,38 @@ def list_cells(g, a, sort_key, cell_agents, cell_start, num_agents, index_cells,
         cell_start[g, a] = lo
 
 
-@shared(inline=False)
-def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, cell_agents, index_cells,
-                         cell_size, index_margin, near_d2, near_id, nbr_id):  # fmt: skip
-    """:func:`find_nearest`'s result, searching the index's cells ring by ring around agent ``a``.
+@shared
+def locate_in_index(g, a, cell_of, cell_start, cell_agents, list_row, index_cells):
+    """Agent ``a``'s place in the index's list ``cell_agents`` (its row of ``nbr_id``), -1 if out of the game."""
+    c = cell_of[g, a]
+    list_row[g, a] = -1
+    if c < index_cells * index_cells:
+        for p in range(cell_start[g, c], cell_start[g, c + 1]):
+            if cell_agents[g, p] == a:
+                list_row[g, a] = p
 
-    The rings grow until the list holds K agents all nearer than anything
-    outside the rings searched (their distance to the rings' border, less
-    ``index_margin`` for the rounding of cell assignment). Candidates arrive
-    out of id order, so ties are broken on the id explicitly.
+
+@shared(inline=False)
+def find_nearest_indexed(g, a, num_observed, x, y, cell_of, cell_start, cell_agents, index_cells,
+                         cell_size, index_margin, near_d2, near_id, nbr_id):  # fmt: skip
+    """:func:`find_nearest`'s result for the agent at place ``a`` of the index's list, searching the
+    index's cells ring by ring around it.
+
+    Thread ``a`` works for the agent the index lists at place ``a``, so a
+    warp's agents are neighbours that search the same cells, and agents out
+    of the game take no thread. The rings grow until the list holds K agents
+    all nearer than anything outside the rings searched (their distance to
+    the rings' border, less ``index_margin`` for the rounding of cell
+    assignment). Candidates arrive out of id order, so ties are broken on the
+    id explicitly.
     """
     k_max = num_observed
     clear_nearest(k_max, near_d2, near_id)
-    if alive[g, a] != 0:
-        xa = x[g, a]
-        ya = y[g, a]
-        c = cell_of[g, a]
+    if np.int64(a) < np.int64(cell_start[g, index_cells * index_cells]):
+        me = np.uint32(cell_agents[g, a])  # unsigned, as in find_nearest
+        xa = x[g, me]
+        ya = y[g, me]
+        c = cell_of[g, me]
         cy = c // index_cells
         cx = c - cy * index_cells
         last = index_cells - 1
@@ -336,7 +420,7 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
                     q = qy * index_cells + qx
                     for p in range(cell_start[g, q], cell_start[g, q + 1]):
                         j = cell_agents[g, p]
-                        if j == a:
+                        if j == me:
                             continue
                         dx = x[g, j] - xa
                         dy = y[g, j] - ya
@@ -364,9 +448,10 @@ def find_nearest_indexed(g, a, num_observed, x, y, alive, cell_of, cell_start, c
 
 @shared
 def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                   agent_type, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """Partial observation, slot ``slot``: below ``num_observed``, the seven features of the listed agent
-    ``nbr_id[slot]`` (zeros for an empty place); slot ``num_observed``, the entries after them.
+                   agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """Partial observation, slot ``slot``: below ``num_observed``, the seven features of the agent listed
+    at ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]`` (zeros for an empty place, or for every place
+    when ``a`` is out of the game); slot ``num_observed``, the entries after them.
 
     The listed id is loaded once and the seven values side by side, before any store: one chain of
     loads per listed agent rather than one per entry.
@@ -374,7 +459,8 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
     if slot == num_observed:
         write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type)
         return
-    j = nbr_id[slot, g, a]
+    row = list_row[g, a]
+    j = nbr_id[slot, g, row] if row >= 0 else np.int32(-1)
     if j < 0:
         for f in range(7):
             obs[g, a, f * num_observed + slot] = ZERO
