@@ -106,10 +106,13 @@ def test_the_staged_prefix_count_lists_the_agents_in_the_game_as_the_serial_coun
     # alive_list past the last agent in the game are left as they were.
     alive_list = np.full((1, num_agents), -7, np.int32)
     list_row = np.full((1, num_agents), -7, np.int32)
+    x, y = rng.random((2, 1, num_agents), np.float32)
+    row_x, row_y = np.full((2, 1, num_agents), -7, np.float32)
     for a in rng.permutation(num_agents):
-        list_alive(0, int(a), num_agents, alive, staged_count, plane, alive_list, list_row)
+        list_alive(0, int(a), num_agents, x, y, alive, staged_count, plane, alive_list, list_row, row_x, row_y)
     ids = np.flatnonzero(alive[0])
     assert np.array_equal(alive_list[0, : len(ids)], ids) and (alive_list[0, len(ids) :] == -7).all()
+    assert np.array_equal(row_x[0, : len(ids)], x[0, ids]) and np.array_equal(row_y[0, : len(ids)], y[0, ids])
     expected_rows = np.full(num_agents, -1)
     expected_rows[ids] = np.arange(len(ids))
     assert np.array_equal(list_row[0], expected_rows)
@@ -175,12 +178,23 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
     # In Numba an unsigned 64-bit integer met with a signed one makes a float64: a slow, silent conversion.
     plane = numba.types.Array(numba.int32, 3, "C")
     game = numba.types.Array(numba.int32, 2, "C")
+    game_f32 = numba.types.Array(numba.float32, 2, "C")
     signatures = {
         "merge_cell_runs": (agent, agent, agent, plane, numba.int64),
         "list_cells": (agent, agent, plane, game, game, numba.int64, numba.int64, numba.int64),
         "count_runners_left": (agent, agent, agent, game, game, game, numba.int64),
         "count_alive_before": (agent, agent, agent, game, plane),
-        "list_alive": (agent, agent, numba.int64, game, plane, numba.int64, game, game),
+        "list_alive": (
+            agent,
+            agent,
+            numba.int64,
+            *[game_f32] * 2,
+            game,
+            plane,
+            numba.int64,
+            *[game] * 2,
+            *[game_f32] * 2,
+        ),  # fmt: skip
     }
     compiled = numba.njit(phase.py_func)
     compiled.compile(signatures[phase.py_func.__name__])

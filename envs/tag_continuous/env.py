@@ -150,9 +150,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
             observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), listed)
         else:
-            # Prefix counts of the agents in the game (two planes when staged) and their ids in a list.
+            # Prefix counts of the agents in the game (two planes when staged), their ids in a list
+            # and their positions copied in that order, so that the scan reads them without a lookup.
             state += [StateArray("alive_count", "int32", length=2 if staged else 1, vector=True),
-                      StateArray("alive_list", "int32")]  # fmt: skip
+                      StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
+                      StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
             observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {

@@ -191,9 +191,10 @@ def count_alive_before(g, a, stage, alive, alive_count):
 
 
 @shared
-def list_alive(g, a, num_agents, alive, alive_count, count_plane, alive_list, list_row):
+def list_alive(g, a, num_agents, x, y, alive, alive_count, count_plane, alive_list, list_row, row_x, row_y):
     """From the prefix counts: agent ``a``'s row among the agents in the game (``list_row``, -1 if out),
-    and in slot ``a`` of ``alive_list`` the id of the ``a``-th agent in the game, in ascending ids."""
+    and in slot ``a`` of ``alive_list`` the id of the ``a``-th agent in the game, in ascending ids, with
+    its position in slot ``a`` of ``row_x`` / ``row_y``."""
     counted = alive_count[count_plane, g, a]
     list_row[g, a] = counted - np.int32(1) if alive[g, a] != 0 else np.int32(-1)
     if np.int64(a) < np.int64(alive_count[count_plane, g, num_agents - 1]):
@@ -208,44 +209,50 @@ def list_alive(g, a, num_agents, alive, alive_count, count_plane, alive_list, li
             else:
                 lo = np.uint32(m + one)
         alive_list[g, a] = lo
+        row_x[g, a] = x[g, lo]
+        row_y[g, a] = y[g, lo]
 
 
 @shared(inline=False)
-def find_nearest(g, a, num_agents, num_observed, x, y, alive_count, count_plane, alive_list, near_d2, near_id,
-                 nbr_id):  # fmt: skip
+def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, count_plane, alive_list, near_d2,
+                 near_id, nbr_id):  # fmt: skip
     """The K nearest others in the game of the agent in row ``a`` of ``alive_list``, nearest first, ties to
     the lower id, into ``nbr_id[:, g, a]`` (read through ``list_row``); rows past the last agent get -1s.
 
     Thread ``a`` works for the ``a``-th agent in the game and looks only at
     agents in the game, so the threads of agents out of it neither idle
-    inside busy warps nor cost every search a skipped candidate. The running
-    top-K list is kept sorted in the scratch arrays ``near_d2`` / ``near_id``;
-    empty places get id -1 (fewer than K others in the game).
+    inside busy warps nor cost every search a skipped candidate. The
+    candidates are the rows, read from the positions :func:`list_alive`
+    copied in row order (two loads a candidate, neither waiting on another);
+    rows ascend with ids, so the list keeps rows and ties go to the lower
+    row, and the ids are looked up once at the end. The running top-K list
+    is kept sorted in the scratch arrays ``near_d2`` / ``near_id``; empty
+    places get -1 (fewer than K others in the game).
     """
     k_max = num_observed
     clear_nearest(k_max, near_d2, near_id)
     in_game = alive_count[count_plane, g, num_agents - 1]
     if np.int64(a) < np.int64(in_game):
-        # Ids and places as unsigned subscripts: a subscript loaded from memory is otherwise checked for
-        # Python's negative-index wraparound on every use.
-        me = np.uint32(alive_list[g, a])
-        xa = x[g, me]
-        ya = y[g, me]
+        # Rows as unsigned subscripts, as in merge_cell_runs.
+        me = np.uint32(a)
+        xa = row_x[g, me]
+        ya = row_y[g, me]
         end = np.uint32(in_game)
         i = np.uint32(0)
         while i < end:
-            j = np.uint32(alive_list[g, i])
+            row = i
             i = np.uint32(i + np.uint32(1))
-            if j == me:
+            if row == me:
                 continue
-            dx = x[g, j] - xa
-            dy = y[g, j] - ya
+            dx = row_x[g, row] - xa
+            dy = row_y[g, row] - ya
             d2 = dx * dx + dy * dy
-            # Ascending ids: a tie with the last place never beats it. Most candidates stop here.
+            # Ascending rows: a tie with the last place never beats it. Most candidates stop here.
             if d2 < near_d2[k_max - 1]:
-                insert_nearest(np.int32(j), d2, k_max, near_d2, near_id, True)
+                insert_nearest(np.int32(row), d2, k_max, near_d2, near_id, True)
     for m in range(k_max):
-        nbr_id[m, g, a] = near_id[m]
+        row = near_id[m]
+        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
 
 
 @shared
