@@ -15,7 +15,7 @@ from gpu_vecenv import shared
 def observe_listed_and_overwrite_the_time(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction,
                                           acceleration, alive, agent_type, list_row, nbr_id, pos_scale, speed_scale,
                                           dir_scale, t, episode_length):  # fmt: skip
-    """WarpTag's slot phase, but every slot also writes the time entry, which belongs to the last slot alone."""
+    """WarpTag's slot phase, but every slot also writes the time entry, which belongs to slot 0 alone."""
     observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                    agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length)  # fmt: skip
     obs[g, a, 7 * num_observed] = np.float32(slot)

@@ -164,7 +164,7 @@ def test_a_slot_phase_writing_another_slots_entry_is_named_by_the_order_check():
     config = TagConfig.from_kwargs(**SMALL_TAG)
     definition = tag_definition(config, spatial_index=False, backend="cpu")
     assert check_agent_order(definition, num_games=2, steps=5) == []
-    faulty = Phase(observe_listed_and_overwrite_the_time, "slot", slots=config.num_observed + 1)
+    faulty = Phase(observe_listed_and_overwrite_the_time, "slot", slots=config.num_observed)
     broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
     assert check_agent_order(broken, num_games=2, steps=5) == [faulty.name]
 

@@ -123,16 +123,16 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("tagged_by", "int32"),
     ]
     if config.use_full_observation:
-        # One call per observed agent writes its seven features, loading its values once, side by side; one
-        # more call the entries after them.
-        observe: tuple[Phase, ...] = (Phase(sim.observe_every_other, "slot", slots=n),)
+        # One call per observed agent writes its seven features, loading its values once, side by side; the
+        # first call also the entries after them.
+        observe: tuple[Phase, ...] = (Phase(sim.observe_every_other, "slot", slots=n - 1),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
         state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15).
-        listed = Phase(sim.observe_listed, "slot", slots=k + 1)
+        listed = Phase(sim.observe_listed, "slot", slots=k)
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),

@@ -64,21 +64,23 @@ def write_features(g, a, j, slot, relative, obs, num_observed, x, y, speed, dire
 
     With ``relative`` False the five relative features are zero (the observer
     is out of the game); type and alive are always given. Every value is
-    loaded before the first store.
+    loaded before the first store, and before ``relative`` is looked at: the
+    loads then go out together whatever ``relative`` is, not in a second round
+    that waits for the load ``relative`` came from.
     """
-    dx = ZERO
-    dy = ZERO
-    dspeed = ZERO
-    dacc = ZERO
-    ddir = ZERO
-    if relative:
-        dx = (x[g, j] - x[g, a]) * pos_scale
-        dy = (y[g, j] - y[g, a]) * pos_scale
-        dspeed = (speed[g, j] - speed[g, a]) * speed_scale
-        dacc = (acceleration[g, j] - acceleration[g, a]) * speed_scale
-        ddir = (direction[g, j] - direction[g, a]) * dir_scale
+    dx = (x[g, j] - x[g, a]) * pos_scale
+    dy = (y[g, j] - y[g, a]) * pos_scale
+    dspeed = (speed[g, j] - speed[g, a]) * speed_scale
+    dacc = (acceleration[g, j] - acceleration[g, a]) * speed_scale
+    ddir = (direction[g, j] - direction[g, a]) * dir_scale
     kind = np.float32(agent_type[g, j])
     present = np.float32(alive[g, j])
+    if not relative:
+        dx = ZERO
+        dy = ZERO
+        dspeed = ZERO
+        dacc = ZERO
+        ddir = ZERO
     obs[g, a, slot] = dx
     obs[g, a, num_observed + slot] = dy
     obs[g, a, 2 * num_observed + slot] = dspeed
@@ -97,24 +99,35 @@ def tail_entry(k, g, a, t, episode_length, alive, agent_type):
 
 
 @shared
-def write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type):
-    """The ``tail_entries`` entries after the listed agents' features (see :func:`tail_entry`)."""
+def write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type):
+    """The ``tail_entries`` entries after the listed agents' features, from values the caller loaded
+    (``steps = t[g]``, ``live = alive[g, a] != 0``, ``own_type = agent_type[g, a]``): the same values
+    as :func:`tail_entry`'s."""
     tail = 7 * num_observed
-    for k in range(tail_entries):
-        obs[g, a, tail + k] = tail_entry(k, g, a, t, episode_length, alive, agent_type)
+    obs[g, a, tail] = np.float32(steps) / np.float32(episode_length) if live else ZERO
+    if tail_entries > 1:
+        obs[g, a, tail + 1] = np.float32(own_type)
 
 
 @shared
 def observe_every_other(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                         agent_type, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """Full observation, slot ``slot``: below ``num_observed``, the features of every other agent in id
-    order (agent ``slot``, or ``slot + 1`` from agent ``a`` on); slot ``num_observed``, the entries after them."""
-    if slot == num_observed:
-        write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type)
-        return
+    """Full observation, slot ``slot < num_observed``: the features of the ``slot``-th other agent in id
+    order (agent ``slot``, or ``slot + 1`` from agent ``a`` on); slot 0 also writes the entries after them.
+
+    The entries after the listed agents ride on slot 0 rather than a slot of their own: a slot of
+    their own made one lane of a warp in every few take a path of its own, whose loads waited on
+    each other after the other lanes' (the warp runs divergent paths one after the other). Their
+    values are loaded with the others, before any store, and only slot 0 stores them.
+    """
+    steps = t[g]
+    live = alive[g, a] != 0
+    own_type = agent_type[g, a]
     j = slot if slot < a else slot + 1
-    write_features(g, a, j, slot, alive[g, a] != 0, obs, num_observed, x, y, speed, direction, acceleration, alive,
-                   agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
+    write_features(g, a, j, slot, live, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
+                   pos_scale, speed_scale, dir_scale)  # fmt: skip
+    if slot == 0:
+        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
 
 
 @shared
@@ -456,24 +469,27 @@ def find_nearest_indexed(g, a, num_observed, x, y, cell_of, cell_start, cell_age
 @shared
 def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                    agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """Partial observation, slot ``slot``: below ``num_observed``, the seven features of the agent listed
-    at ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]`` (zeros for an empty place, or for every place
-    when ``a`` is out of the game); slot ``num_observed``, the entries after them.
+    """Partial observation, slot ``slot < num_observed``: the seven features of the agent listed at
+    ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]`` (zeros for an empty place, or for every place
+    when ``a`` is out of the game); slot 0 also writes the entries after them (as in
+    :func:`observe_every_other`, whose reasons hold here too).
 
     The listed id is loaded once and the seven values side by side, before any store: one chain of
     loads per listed agent rather than one per entry.
     """
-    if slot == num_observed:
-        write_tail(g, a, obs, num_observed, tail_entries, t, episode_length, alive, agent_type)
-        return
+    steps = t[g]
+    live = alive[g, a] != 0
+    own_type = agent_type[g, a]
     row = list_row[g, a]
     j = nbr_id[slot, g, row] if row >= 0 else np.int32(-1)
     if j < 0:
         for f in range(7):
             obs[g, a, f * num_observed + slot] = ZERO
-        return
-    write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
-                   pos_scale, speed_scale, dir_scale)  # fmt: skip
+    else:
+        write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
+                       agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
+    if slot == 0:
+        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
 
 
 @shared
