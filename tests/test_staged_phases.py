@@ -65,16 +65,24 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     plane = stages % 2
     assert np.array_equal(sort_key[plane, 0], np.sort(keys))
 
-    staged_start = np.full((1, num_agents), -7, np.int32)
-    staged_agents = np.full((1, num_agents), -7, np.int32)
+    x, y = rng.random((2, 1, num_agents), np.float32)
+    staged_start, staged_agents = np.full((2, 1, num_agents), -7, np.int32)
+    staged_x, staged_y = np.full((2, 1, num_agents), -7, np.float32)
     for a in rng.permutation(num_agents):
-        list_cells(0, int(a), sort_key, staged_agents, staged_start, num_agents, side, plane)
-    serial_start = np.full((1, num_agents), -7, np.int32)
-    serial_agents = np.full((1, num_agents), -7, np.int32)
-    build_index(0, num_agents, side, cell_of, serial_start, serial_agents)
+        list_cells(0, int(a), x, y, sort_key, staged_agents, staged_start, staged_x, staged_y, num_agents, side,
+                   plane)  # fmt: skip
+    serial_start, serial_agents = np.full((2, 1, num_agents), -7, np.int32)
+    serial_x, serial_y = np.full((2, 1, num_agents), -7, np.float32)
+    build_index(0, num_agents, side, x, y, cell_of, serial_start, serial_agents, serial_x, serial_y)
     # The same cell starts, the same agents in each cell in ascending ids, and the same untouched tail.
     assert np.array_equal(staged_start[0, : side * side + 1], serial_start[0, : side * side + 1])
     assert np.array_equal(staged_agents, serial_agents)
+    # Each listed agent's position beside it, in both builds.
+    listed = int((cell_of[0] < side * side).sum())
+    ids = serial_agents[0, :listed]
+    for copied in ((serial_x, serial_y), (staged_x, staged_y)):
+        assert np.array_equal(copied[0][0, :listed], x[0, ids]) and np.array_equal(copied[1][0, :listed], y[0, ids])
+        assert (copied[0][0, listed:] == -7).all() and (copied[1][0, listed:] == -7).all()
 
 
 @pytest.mark.parametrize("num_agents", [1, 2, 3, 7, 8, 9, 100, 110, 1000])

@@ -135,8 +135,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         listed = Phase(sim.observe_listed, "slot", slots=k)
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
+            # row_x / row_y: the positions of the agents in the index's order, so that the search reads
+            # them without looking the ids up.
             state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
-                      StateArray("cell_agents", "int32")]  # fmt: skip
+                      StateArray("cell_agents", "int32"), StateArray("row_x", "float32"),
+                      StateArray("row_y", "float32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between.
                 wide = (index_cells_per_side(n, k) ** 2 + 1) * n > np.iinfo(np.int32).max

@@ -269,12 +269,18 @@ def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, coun
 
 
 @shared
+def cell_column(v, index_cells, inv_cell_size):
+    """The column (or, given a y, the row) of the index's cells that coordinate ``v`` falls in."""
+    return min(int(v * inv_cell_size), index_cells - 1)
+
+
+@shared
 def cell_containing(g, a, x, y, alive, index_cells, inv_cell_size):
     """Agent ``a``'s cell of the spatial index (row-major, ``index_cells`` per side); ``index_cells**2`` if out."""
     if alive[g, a] == 0:
         return index_cells * index_cells
-    cx = min(int(x[g, a] * inv_cell_size), index_cells - 1)
-    cy = min(int(y[g, a] * inv_cell_size), index_cells - 1)
+    cx = cell_column(x[g, a], index_cells, inv_cell_size)
+    cy = cell_column(y[g, a], index_cells, inv_cell_size)
     return cy * index_cells + cx
 
 
@@ -293,11 +299,12 @@ def assign_cell_key(g, a, x, y, alive, cell_of, sort_key, num_agents, index_cell
 
 
 @shared(inline=False)
-def build_index(g, num_agents, index_cells, cell_of, cell_start, cell_agents):
+def build_index(g, num_agents, index_cells, x, y, cell_of, cell_start, cell_agents, row_x, row_y):
     """Counting sort of the game's agents by cell, once per game.
 
     Afterwards cell ``c`` holds ``cell_agents[g, cell_start[g, c] : cell_start[g, c + 1]]``
-    in ascending ids; agents out of the game are in no cell. ``cell_start`` is an
+    in ascending ids, and the agent at place ``p`` of that list has its position in slot ``p`` of
+    ``row_x`` / ``row_y``; agents out of the game are in no cell. ``cell_start`` is an
     agent-sized array whose first ``index_cells**2 + 1`` slots are used.
     """
     num_cells = index_cells * index_cells
@@ -315,6 +322,8 @@ def build_index(g, num_agents, index_cells, cell_of, cell_start, cell_agents):
         c = cell_of[g, j]
         if c < num_cells:
             cell_agents[g, cell_start[g, c]] = j
+            row_x[g, cell_start[g, c]] = x[g, j]
+            row_y[g, cell_start[g, c]] = y[g, j]
             cell_start[g, c] += 1
     for c in range(num_cells, 0, -1):
         cell_start[g, c] = cell_start[g, c - 1]
@@ -367,10 +376,10 @@ def merge_cell_runs(g, a, stage, sort_key, num_agents):
 
 
 @shared
-def list_cells(g, a, sort_key, cell_agents, cell_start, num_agents, index_cells, sorted_plane):
+def list_cells(g, a, x, y, sort_key, cell_agents, cell_start, row_x, row_y, num_agents, index_cells, sorted_plane):
     """:func:`build_index`'s result from the sorted keys of :func:`merge_cell_runs` (plane ``sorted_plane``).
 
-    Agent ``a`` lists the agent at place ``a`` (if in the game) and, for
+    Agent ``a`` lists the agent at place ``a`` (if in the game) with its position and, for
     ``a <= index_cells**2``, finds where cell ``a`` starts by a binary search
     of the keys; ``cell_agents`` past the last agent in the game is left as
     it was, as the serial build leaves it.
@@ -379,7 +388,10 @@ def list_cells(g, a, sort_key, cell_agents, cell_start, num_agents, index_cells,
     num_cells = np.int64(index_cells) * np.int64(index_cells)
     key = np.int64(sort_key[sorted_plane, g, a])
     if key < num_cells * n:
-        cell_agents[g, a] = key % n
+        j = key % n
+        cell_agents[g, a] = j
+        row_x[g, a] = x[g, j]
+        row_y[g, a] = y[g, j]
     if np.int64(a) <= num_cells:
         first = np.int64(a) * n
         one = np.uint32(1)
@@ -406,7 +418,7 @@ def locate_in_index(g, a, cell_of, cell_start, cell_agents, list_row, index_cell
 
 
 @shared(inline=False)
-def find_nearest_indexed(g, a, num_observed, x, y, cell_of, cell_start, cell_agents, index_cells,
+def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agents, index_cells, inv_cell_size,
                          cell_size, index_margin, near_d2, near_id, nbr_id):  # fmt: skip
     """:func:`find_nearest`'s result for the agent at place ``a`` of the index's list, searching the
     index's cells ring by ring around it.
@@ -416,18 +428,20 @@ def find_nearest_indexed(g, a, num_observed, x, y, cell_of, cell_start, cell_age
     of the game take no thread. The rings grow until the list holds K agents
     all nearer than anything outside the rings searched (their distance to
     the rings' border, less ``index_margin`` for the rounding of cell
-    assignment). Candidates arrive out of id order, so ties are broken on the
-    id explicitly.
+    assignment). Candidates are places of the list, read from the positions
+    the index copied in its order (two loads a candidate, neither waiting on
+    another); a candidate's id is loaded only to break a tie with the last
+    place or to enter the list. Candidates arrive out of id order, so ties
+    are broken on the id explicitly.
     """
     k_max = num_observed
     clear_nearest(k_max, near_d2, near_id)
     if np.int64(a) < np.int64(cell_start[g, index_cells * index_cells]):
-        me = np.uint32(cell_agents[g, a])  # unsigned, as in find_nearest
-        xa = x[g, me]
-        ya = y[g, me]
-        c = cell_of[g, me]
-        cy = c // index_cells
-        cx = c - cy * index_cells
+        xa = row_x[g, a]
+        ya = row_y[g, a]
+        # The agent's cell, as cell_containing computed it from the same position.
+        cx = cell_column(xa, index_cells, inv_cell_size)
+        cy = cell_column(ya, index_cells, inv_cell_size)
         last = index_cells - 1
         rings = max(max(cx, last - cx), max(cy, last - cy))
         for r in range(rings + 1):
@@ -439,15 +453,16 @@ def find_nearest_indexed(g, a, num_observed, x, y, cell_of, cell_start, cell_age
                         continue
                     q = qy * index_cells + qx
                     for p in range(cell_start[g, q], cell_start[g, q + 1]):
-                        j = cell_agents[g, p]
-                        if j == me:
+                        if p == a:
                             continue
-                        dx = x[g, j] - xa
-                        dy = y[g, j] - ya
+                        dx = row_x[g, p] - xa
+                        dy = row_y[g, p] - ya
                         d2 = dx * dx + dy * dy
                         worst = near_d2[k_max - 1]
-                        if d2 < worst or (d2 == worst and j < near_id[k_max - 1]):
-                            insert_nearest(j, d2, k_max, near_d2, near_id, False)
+                        if d2 <= worst:
+                            j = cell_agents[g, p]
+                            if d2 < worst or j < near_id[k_max - 1]:
+                                insert_nearest(j, d2, k_max, near_d2, near_id, False)
             worst = near_d2[k_max - 1]
             if near_id[k_max - 1] >= 0:  # the list is full
                 gap = FAR  # distance from the agent to the nearest cell not yet searched
