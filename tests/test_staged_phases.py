@@ -189,7 +189,18 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
     game_f32 = numba.types.Array(numba.float32, 2, "C")
     signatures = {
         "merge_cell_runs": (agent, agent, agent, plane, numba.int64),
-        "list_cells": (agent, agent, plane, game, game, numba.int64, numba.int64, numba.int64),
+        "list_cells": (
+            agent,
+            agent,
+            *[game_f32] * 2,
+            plane,
+            game,
+            game,
+            *[game_f32] * 2,
+            numba.int64,
+            numba.int64,
+            numba.int64,
+        ),  # fmt: skip
         "count_runners_left": (agent, agent, agent, game, game, game, numba.int64),
         "count_alive_before": (agent, agent, agent, game, plane),
         "list_alive": (
