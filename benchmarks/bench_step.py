@@ -616,15 +616,16 @@ def markdown_summary(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     device = meta.get("device_name", meta["backend"])
     lines = [f"Measured on {device} by `benchmarks/bench_step.py` ({meta['date']}); ratios are game-steps/s of "
              "WarpTag-v0 over the peer's, measured in the same run.", "",
-             "| configuration | games | `copy` | ms/step | game-steps/s | host µs/step | WarpDrive ms/step "
-             "| × WarpDrive | VMAS ms/step | × VMAS | SyncVectorEnv ms/step | × SyncVectorEnv | target |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| configuration | games | `copy` | ms/step | game-steps/s | host µs/step | kernel µs | register cap "
+             "| per-game work | WarpDrive ms/step | × WarpDrive | VMAS ms/step | × VMAS | SyncVectorEnv ms/step "
+             "| × SyncVectorEnv | target |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         if r["group"] == "scale":
             continue
         cells = [f"{r['taggers']}+{r['runners']} {r['obs']}", str(r["games"]), str(r["copy"]),
                  f"{r['ms_per_step']:.3g}", f"{r['game_steps_per_s'] / 1e6:.3g} M", f"{r['host_us']:.0f}",
-                 _peer_ms(r, "warpdrive"),
+                 _fmt(r["kernel_us"], ".1f"), _regs(r), r.get("game_work", "-"), _peer_ms(r, "warpdrive"),
                  _fmt(r.get("x_warpdrive"), ".1f"), _peer_ms(r, "vmas"), _fmt(r.get("x_vmas"), ".0f"),
                  _peer_ms(r, "sync_reference"), _fmt(r.get("x_sync_reference"), ".0f"), _met(r)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")

@@ -46,7 +46,10 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     # Runs under different register caps or per-game work can be told apart by their tables too, not only by
     # their JSON.
     assert re.search(r"quick 2\+5 K=3\s+4\s+2\+5\s+K=3\s+40\s+staged\s+T\s", table), table
-    assert "| 2+5 K=3 | 4 | True |" in (tmp_path / "bench_step.md").read_text()
+    markdown = (tmp_path / "bench_step.md").read_text()
+    assert "| 2+5 K=3 | 4 | True |" in markdown
+    # The markdown rows name the kernel time, register cap and per-game work, as the text table does.
+    assert re.search(r"\| 2\+5 K=3 \| 4 \| True \|( [^|]+ \|){4} 40 \| staged \|", markdown), markdown
     assert len(result["meta"]["sources_sha256"]) == 64  # identifies the code that ran, whatever the git history
 
 
