@@ -971,6 +971,10 @@ def main(argv: list[str] | None = None) -> None:
     procs = start_processes(args)
     try:
         train(args, procs)
+        if procs.distributed:
+            # Every process leaves together: a process that tore its gloo group down while rank 0 was still
+            # writing the outputs aborted now and then at exit ("terminate called without an active exception").
+            dist.barrier()
     finally:
         if procs.distributed:
             dist.destroy_process_group()
