@@ -264,6 +264,11 @@ class Processes:
         dist.all_gather_object(items, item, group=self.host_group)
         return items
 
+    def wait_for_all(self) -> None:
+        """Return once every process got here (a barrier over gloo; the GPU does not wait)."""
+        if self.distributed:
+            dist.barrier(group=self.host_group)
+
 
 def start_processes(args: argparse.Namespace) -> Processes:
     """With ``--distributed``, join the processes torchrun started and take this one's device.
@@ -971,10 +976,9 @@ def main(argv: list[str] | None = None) -> None:
     procs = start_processes(args)
     try:
         train(args, procs)
-        if procs.distributed:
-            # Every process leaves together: a process that tore its gloo group down while rank 0 was still
-            # writing the outputs aborted now and then at exit ("terminate called without an active exception").
-            dist.barrier()
+        # Every process leaves together: a process that tore its process group down while rank 0 was still
+        # writing the outputs aborted now and then at exit ("terminate called without an active exception").
+        procs.wait_for_all()
     finally:
         if procs.distributed:
             dist.destroy_process_group()
