@@ -1,0 +1,150 @@
+"""How fast can a kernel write the full observation? Store-only kernels over the same buffer.
+
+    python benchmarks/store_ceiling.py --games 2000 --agents 105 [--out DIR]
+
+The 5 + 100 full-observation step writes 613 MB of observation per step; its
+kernel also loads state, moves agents and pays rewards. These kernels only
+store, into a buffer of the same shape ``(games, agents, 7 * (agents - 1) + 1)``
+float32, so their times bound what the observation's stores alone can take:
+
+- ``torch fill_``: torch's own fill of the buffer (the card's write rate).
+- ``flat 4 B (block per game)``: one block per game writes its game's
+  entries in order, 4 bytes a thread a store.
+- ``flat 4 B`` / ``8 B`` / ``16 B (grid-stride)``: the whole buffer viewed as
+  words of 4, 8 or 16 bytes, 16 blocks an SM, grid-stride (a game's entries
+  are not a whole number of 8-byte words, so no block per game there).
+- ``pairs``: the env's own order, one (observer, observed) pair a call of 128
+  threads, seven 4-byte stores a pair ``num_observed`` floats apart and the
+  time entry at slot 0, the pair stepped as the generated kernel steps it.
+- ``pairs, 8 blocks/SM``: the same with dynamic shared memory that leaves room
+  for 8 blocks of 128 an SM, the occupancy of the env's 64-register kernel.
+
+If ``pairs`` alone takes most of the env kernel's time, the stores' pattern is
+the ceiling; if it takes far less, the loads and the latency of a pair are.
+Times are the median of 20 launches, CUDA events, after 3 warm-up launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from numba import cuda
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rollout_timing import copy_bandwidth, time_region  # noqa: E402
+
+THREADS = 128
+
+
+def make_pairs_kernel(num_agents: int, num_observed: int):
+    """The pair-order store kernel for ``num_agents`` agents, sizes as compile-time constants."""
+    tail = 7 * num_observed
+
+    @cuda.jit
+    def pairs(obs):
+        g = np.uint32(cuda.blockIdx.x)
+        tid = np.uint32(cuda.threadIdx.x)
+        nthreads = np.uint32(cuda.blockDim.x)
+        value = np.float32(1.0)
+        a = np.uint32(tid // num_observed)
+        k = np.uint32(tid - a * num_observed)
+        step_a = np.uint32(nthreads // num_observed)
+        step_k = np.uint32(nthreads - step_a * num_observed)
+        while a < num_agents:
+            for f in range(7):
+                obs[g, a, f * num_observed + k] = value
+            if k == 0:
+                obs[g, a, tail] = value
+            k = np.uint32(k + step_k)
+            a = np.uint32(a + step_a)
+            if k >= num_observed:
+                k = np.uint32(k - num_observed)
+                a = np.uint32(a + 1)
+
+    return pairs
+
+
+@cuda.jit
+def flat_per_game(words):
+    """Block g writes row g of ``words`` (games, words_per_game), one word a thread a store."""
+    g = cuda.blockIdx.x
+    i = cuda.threadIdx.x
+    while i < words.shape[1]:
+        words[g, i] = 1
+        i += cuda.blockDim.x
+
+
+@cuda.jit
+def flat_grid(words):
+    """Every word of the 1-D ``words``, grid-stride."""
+    i = cuda.grid(1)
+    while i < words.shape[0]:
+        words[i] = 0
+        i += cuda.gridsize(1)
+
+
+def median_us(fn, repeats: int = 20) -> float:
+    device = torch.device("cuda")
+    for _ in range(3):
+        fn()
+    return 1e6 * statistics.median(time_region(fn, 1, device) for _ in range(repeats))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=2000)
+    parser.add_argument("--agents", type=int, default=105)
+    parser.add_argument("--out", type=Path, default=None, help="a folder for store_ceiling.json")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("store_ceiling.py times CUDA kernels: no CUDA device is visible")
+    games, n = args.games, args.agents
+    num_observed = n - 1
+    obs_dim = 7 * num_observed + 1
+    obs = torch.zeros((games, n, obs_dim), dtype=torch.float32, device="cuda")
+    nbytes = obs.numel() * obs.element_size()
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    pairs = make_pairs_kernel(n, num_observed)
+    view = cuda.as_cuda_array(obs)
+    per_game = cuda.as_cuda_array(obs.view(games, n * obs_dim))
+    words4 = cuda.as_cuda_array(obs.view(-1))
+    words8 = cuda.as_cuda_array(obs.view(-1).view(torch.int64))
+    words16 = cuda.as_cuda_array(obs.view(-1).view(torch.complex128)) if obs.numel() % 4 == 0 else None
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    # 8 blocks of 128 an SM: the shared memory of an SM (228 KiB on sm_90) over 9, rounded down.
+    eight_per_sm = (228 * 1024) // 9
+    cases = {
+        "torch fill_": lambda: obs.fill_(1.0),
+        "flat 4 B (block per game)": lambda: flat_per_game[games, THREADS, stream](per_game),
+        "flat 4 B (grid-stride)": lambda: flat_grid[sms * 16, THREADS, stream](words4),
+        "flat 8 B (grid-stride)": lambda: flat_grid[sms * 16, THREADS, stream](words8),
+        "pairs": lambda: pairs[games, THREADS, stream](view),
+        "pairs, 8 blocks/SM": lambda: pairs[games, THREADS, stream, eight_per_sm](view),
+    }
+    if words16 is not None:
+        cases["flat 16 B (grid-stride)"] = lambda: flat_grid[sms * 16, THREADS, stream](words16)
+    bandwidth = copy_bandwidth(torch.device("cuda"))
+    rows = []
+    print(f"{torch.cuda.get_device_name(0)}: {games} games x {n} agents, {nbytes / 1e6:.1f} MB written a launch; "
+          f"copy bandwidth (read + write) {bandwidth['GB_per_s']:.0f} GB/s")  # fmt: skip
+    print(f"{'kernel':<28} {'us':>9} {'GB/s':>8} {'of copy bw':>11}")
+    for name, fn in cases.items():
+        us = median_us(fn)
+        rate = nbytes / us / 1e3
+        rows.append({"kernel": name, "us": us, "GB_per_s": rate, "copy_bw_fraction": rate / bandwidth["GB_per_s"]})
+        print(f"{name:<28} {us:9.1f} {rate:8.0f} {rate / bandwidth['GB_per_s']:10.0%}")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        result = {"device": torch.cuda.get_device_name(0), "games": games, "agents": n, "bytes": nbytes,
+                  "copy_bandwidth": bandwidth, "rows": rows}  # fmt: skip
+        (args.out / "store_ceiling.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
