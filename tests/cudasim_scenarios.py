@@ -53,6 +53,11 @@ SCENARIOS = {
     "same_step": ({"autoreset_mode": "SameStep"}, 11, None),
     "disabled": ({"autoreset_mode": "Disabled"}, 11, None),
     "full_observation": ({"use_full_observation": True}, 6, None),
+    # Two observed agents a call by 8-byte stores, into rows of 7 * 6 + 1 entries: every other row starts
+    # 4 bytes past an 8-byte boundary (the simulator's store_pair raises on a misaligned pair).
+    "full_observation_odd_rows": ({"use_full_observation": True, "observe_own_type": False}, 4, None),
+    # 5 others (an odd number): one observed agent a call.
+    "full_observation_one_a_call": ({"use_full_observation": True, "num_runners": 4}, 3, None),
     "runners_stay": ({"runner_exits_game_after_tagged": False, "tagging_distance": 0.4}, 6, None),
     "all_tagged_early": ({"tagging_distance": 1.0}, 4, None),
     "one_tagger_many_tags": ({"tagging_distance": 0.2}, 3, _cluster_options()),
@@ -62,6 +67,13 @@ SCENARIOS = {
         _edge_options(),
     ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
+    # An even K, two listed places a call by 8-byte stores, into rows of 7 * 4 + 1 entries (every other one
+    # starts 4 bytes past an 8-byte boundary), agents leaving the game.
+    "k_even_odd_rows": (
+        {"num_other_agents_observed": 4, "observe_own_type": False, "tagging_distance": 0.4},
+        4,
+        None,
+    ),
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
     # The simulator has no register file: a capped env's kernel runs there without the cap.
     "register_cap": ({"use_full_observation": True, "max_registers": 32}, 3, None),

@@ -67,10 +67,23 @@ def test_all_runners_tagged_early_ends_games_and_resets(device):
     assert report.game_ends >= 4 * 4
 
 
-def test_full_observation_mode(device):
-    envs = make(device, use_full_observation=True, num_runners=4)
-    assert envs.single_observation_space.shape == (7 * 5 + 2,)
+@pytest.mark.parametrize("runners, own_type", [(4, True), (5, True), (5, False)])
+def test_full_observation_mode(device, runners, own_type):
+    # 5 others: one a call. 6 others: two a call, each pair of entries by one 8-byte store; with the own type
+    # every row of 7 * 6 + 2 entries starts 8-byte aligned, without it (7 * 6 + 1) every other one does not.
+    envs = make(device, use_full_observation=True, num_runners=runners, observe_own_type=own_type)
+    others = 2 + runners - 1
+    assert envs.single_observation_space.shape == (7 * others + 1 + own_type,)
     check(envs, steps=35, seed=11)
+
+
+@pytest.mark.parametrize("k, own_type", [(4, True), (4, False), (3, False)])
+def test_k_nearest_observation_one_or_two_listed_agents_a_call(device, k, own_type):
+    # An even K: two listed places a call, each pair of entries by one 8-byte store, into rows that all start
+    # 8-byte aligned (7 * 4 + 2 entries) or every other one not (7 * 4 + 1). An odd K: one a call.
+    envs = make(device, num_other_agents_observed=k, observe_own_type=own_type, tagging_distance=0.3)
+    assert envs.single_observation_space.shape == (7 * k + 1 + own_type,)
+    check(envs, steps=30, seed=12)
 
 
 def test_runners_stay_after_being_tagged(device):

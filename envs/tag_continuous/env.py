@@ -124,15 +124,23 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ]
     if config.use_full_observation:
         # One call per observed agent writes its seven features, loading its values once, side by side; the
-        # first call also the entries after them.
-        observe: tuple[Phase, ...] = (Phase(sim.observe_every_other, "slot", slots=n - 1),)
+        # first call also the entries after them. With an even number of others, two of them a call, each
+        # feature's pair of entries by one 8-byte store (half the store requests, which bind this kernel).
+        if (n - 1) % 2 == 0:
+            observe: tuple[Phase, ...] = (Phase(sim.observe_every_other_paired, "slot", slots=(n - 1) // 2 + 1),)
+        else:
+            observe = (Phase(sim.observe_every_other, "slot", slots=n - 1),)
     else:
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
         state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
-        # kernel, NOTES.md v15).
-        listed = Phase(sim.observe_listed, "slot", slots=k)
+        # kernel, NOTES.md v15), two a call by 8-byte stores with an even K.
+        listed = (
+            Phase(sim.observe_listed_paired, "slot", slots=k // 2 + 1)
+            if k % 2 == 0
+            else Phase(sim.observe_listed, "slot", slots=k)
+        )
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads

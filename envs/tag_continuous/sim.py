@@ -15,6 +15,7 @@ import numpy as np
 
 from gpu_vecenv import shared
 from gpu_vecenv.counter_rng import randint, uniform01
+from gpu_vecenv.paired_store import pair_aligned, store_pair
 
 TWO_PI = np.float32(2.0 * math.pi)
 HALF_PI = np.float32(0.5 * math.pi)
@@ -58,15 +59,15 @@ def move(g, a, action, acc_table, turn_table, x, y, speed, direction, accelerati
 
 
 @shared
-def write_features(g, a, j, slot, relative, obs, num_observed, x, y, speed, direction, acceleration, alive,
-                   agent_type, pos_scale, speed_scale, dir_scale):  # fmt: skip
-    """The seven features of agent ``j`` as seen by agent ``a``, into entries ``f * num_observed + slot``.
+def feature_values(g, a, j, relative, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                   speed_scale, dir_scale):  # fmt: skip
+    """The seven features of agent ``j`` as seen by agent ``a``: (dx, dy, dspeed, dacc, ddir, type, alive).
 
     With ``relative`` False the five relative features are zero (the observer
     is out of the game); type and alive are always given. Every value is
-    loaded before the first store, and before ``relative`` is looked at: the
-    loads then go out together whatever ``relative`` is, not in a second round
-    that waits for the load ``relative`` came from.
+    loaded before ``relative`` is looked at: the loads then go out together
+    whatever ``relative`` is, not in a second round that waits for the load
+    ``relative`` came from.
     """
     dx = (x[g, j] - x[g, a]) * pos_scale
     dy = (y[g, j] - y[g, a]) * pos_scale
@@ -81,6 +82,17 @@ def write_features(g, a, j, slot, relative, obs, num_observed, x, y, speed, dire
         dspeed = ZERO
         dacc = ZERO
         ddir = ZERO
+    return dx, dy, dspeed, dacc, ddir, kind, present
+
+
+@shared
+def write_features(g, a, j, slot, relative, obs, num_observed, x, y, speed, direction, acceleration, alive,
+                   agent_type, pos_scale, speed_scale, dir_scale):  # fmt: skip
+    """:func:`feature_values` of agent ``j`` as seen by agent ``a``, into entries ``f * num_observed + slot``,
+    every value loaded before the first store."""
+    dx, dy, dspeed, dacc, ddir, kind, present = feature_values(g, a, j, relative, x, y, speed, direction,
+                                                               acceleration, alive, agent_type, pos_scale,
+                                                               speed_scale, dir_scale)  # fmt: skip
     obs[g, a, slot] = dx
     obs[g, a, num_observed + slot] = dy
     obs[g, a, 2 * num_observed + slot] = dspeed
@@ -126,6 +138,73 @@ def observe_every_other(g, a, slot, obs, num_observed, tail_entries, x, y, speed
     j = slot if slot < a else slot + 1
     write_features(g, a, j, slot, live, obs, num_observed, x, y, speed, direction, acceleration, alive, agent_type,
                    pos_scale, speed_scale, dir_scale)  # fmt: skip
+    if slot == 0:
+        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
+
+
+@shared
+def store_entry_pair(obs, g, a, e, first, second, has_first, has_second):
+    """Entries ``e`` and ``e + 1`` of agent ``a``'s observation (``e`` 8-byte aligned): both by one 8-byte
+    store, or the one of them that is there."""
+    if has_first and has_second:
+        store_pair(obs, g, a, e, first, second)
+    elif has_first:
+        obs[g, a, e] = first
+    elif has_second:
+        obs[g, a, e + 1] = second
+
+
+@shared
+def paired_slots(g, a, slot, obs, num_observed):
+    """The two slots of call ``slot`` of a two-a-call observation (see :func:`observe_every_other_paired`):
+    ``(first, has_first, has_second, load_first, load_second)``, slots ``first`` and ``first + 1``, whether
+    each is inside ``0..num_observed - 1``, and the slots to load their values from (a slot that is not
+    there is loaded as the other one, or as slot 0, and its values are not stored)."""
+    shift = 0 if pair_aligned(obs, g, a, 0) else 1
+    first = np.int64(2 * slot) - shift
+    second = first + 1
+    has_first = 0 <= first < num_observed
+    has_second = second < num_observed
+    load_first = first if has_first else (second if has_second else 0)
+    load_second = second if has_second else load_first
+    return first, has_first, has_second, load_first, load_second
+
+
+@shared
+def store_features_pair(obs, g, a, num_observed, first, has_first, has_second, values_first, values_second):
+    """The seven features of slots ``first`` and ``first + 1`` (:func:`feature_values` tuples), each
+    feature's two entries by :func:`store_entry_pair`."""
+    for f in range(7):
+        store_entry_pair(obs, g, a, f * num_observed + first, values_first[f], values_second[f], has_first,
+                         has_second)  # fmt: skip
+
+
+@shared
+def observe_every_other_paired(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                               alive, agent_type, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """:func:`observe_every_other` two observed agents a call, for an even ``num_observed``: call ``slot``
+    of ``num_observed // 2 + 1`` writes slots ``2 * slot - shift`` and the one after (those inside
+    ``0..num_observed - 1``), each feature's two entries by one 8-byte store; call 0 also the tail.
+
+    A kernel that writes the full observation is bound by the number of its
+    store requests (``benchmarks/NOTES.md``, v31), and 8-byte stores halve
+    them. They need 8-byte aligned entries: ``shift`` is 1 when agent
+    ``a``'s row of ``obs`` starts 4 bytes past an 8-byte boundary, and as
+    ``num_observed`` is even every feature's first entry then is too, so each
+    feature's first and last slots are written alone, by the first and the
+    last call; with ``shift`` 0 the last call has nothing to write.
+    """
+    steps = t[g]
+    live = alive[g, a] != 0
+    own_type = agent_type[g, a]
+    first, has_first, has_second, load_first, load_second = paired_slots(g, a, slot, obs, num_observed)
+    j0 = load_first if load_first < a else load_first + 1
+    j1 = load_second if load_second < a else load_second + 1
+    values_first = feature_values(g, a, j0, live, x, y, speed, direction, acceleration, alive, agent_type,
+                                  pos_scale, speed_scale, dir_scale)  # fmt: skip
+    values_second = feature_values(g, a, j1, live, x, y, speed, direction, acceleration, alive, agent_type,
+                                   pos_scale, speed_scale, dir_scale)  # fmt: skip
+    store_features_pair(obs, g, a, num_observed, first, has_first, has_second, values_first, values_second)
     if slot == 0:
         write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
 
@@ -503,6 +582,38 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
     else:
         write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
                        agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
+    if slot == 0:
+        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
+
+
+@shared
+def listed_values(g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale, speed_scale,
+                  dir_scale):  # fmt: skip
+    """:func:`feature_values` of listed agent ``j`` as seen by agent ``a``; zeros for an empty place (``j < 0``)."""
+    if j < 0:
+        return ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO
+    return feature_values(g, a, j, True, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                          speed_scale, dir_scale)  # fmt: skip
+
+
+@shared
+def observe_listed_paired(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                          agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t,
+                          episode_length):  # fmt: skip
+    """:func:`observe_listed` two listed places a call, for an even ``num_observed``: the places, and the
+    8-byte stores of each feature's two entries, as in :func:`observe_every_other_paired`."""
+    steps = t[g]
+    live = alive[g, a] != 0
+    own_type = agent_type[g, a]
+    row = list_row[g, a]
+    first, has_first, has_second, load_first, load_second = paired_slots(g, a, slot, obs, num_observed)
+    j0 = nbr_id[load_first, g, row] if row >= 0 else np.int32(-1)
+    j1 = nbr_id[load_second, g, row] if row >= 0 else np.int32(-1)
+    values_first = listed_values(g, a, j0, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                                 speed_scale, dir_scale)  # fmt: skip
+    values_second = listed_values(g, a, j1, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
+                                  speed_scale, dir_scale)  # fmt: skip
+    store_features_pair(obs, g, a, num_observed, first, has_first, has_second, values_first, values_second)
     if slot == 0:
         write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
 
