@@ -67,13 +67,6 @@ SCENARIOS = {
         _edge_options(),
     ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
-    # An even K, two listed places a call by 8-byte stores, into rows of 7 * 4 + 1 entries (every other one
-    # starts 4 bytes past an 8-byte boundary), agents leaving the game.
-    "k_even_odd_rows": (
-        {"num_other_agents_observed": 4, "observe_own_type": False, "tagging_distance": 0.4},
-        4,
-        None,
-    ),
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
     # The simulator has no register file: a capped env's kernel runs there without the cap.
     "register_cap": ({"use_full_observation": True, "max_registers": 32}, 3, None),

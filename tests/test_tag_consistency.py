@@ -77,15 +77,6 @@ def test_full_observation_mode(device, runners, own_type):
     check(envs, steps=35, seed=11)
 
 
-@pytest.mark.parametrize("k, own_type", [(4, True), (4, False), (3, False)])
-def test_k_nearest_observation_one_or_two_listed_agents_a_call(device, k, own_type):
-    # An even K: two listed places a call, each pair of entries by one 8-byte store, into rows that all start
-    # 8-byte aligned (7 * 4 + 2 entries) or every other one not (7 * 4 + 1). An odd K: one a call.
-    envs = make(device, num_other_agents_observed=k, observe_own_type=own_type, tagging_distance=0.3)
-    assert envs.single_observation_space.shape == (7 * k + 1 + own_type,)
-    check(envs, steps=30, seed=12)
-
-
 def test_runners_stay_after_being_tagged(device):
     envs = make(device, runner_exits_game_after_tagged=False, tagging_distance=0.3)
     report = check(envs, steps=35, seed=2)

@@ -135,12 +135,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
         state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
-        # kernel, NOTES.md v15), two a call by 8-byte stores with an even K.
-        listed = (
-            Phase(sim.observe_listed_paired, "slot", slots=k // 2 + 1)
-            if k % 2 == 0
-            else Phase(sim.observe_listed, "slot", slots=k)
-        )
+        # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
+        listed = Phase(sim.observe_listed, "slot", slots=k)
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads

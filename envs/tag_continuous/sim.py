@@ -587,38 +587,6 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
 
 
 @shared
-def listed_values(g, a, j, x, y, speed, direction, acceleration, alive, agent_type, pos_scale, speed_scale,
-                  dir_scale):  # fmt: skip
-    """:func:`feature_values` of listed agent ``j`` as seen by agent ``a``; zeros for an empty place (``j < 0``)."""
-    if j < 0:
-        return ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO
-    return feature_values(g, a, j, True, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
-                          speed_scale, dir_scale)  # fmt: skip
-
-
-@shared
-def observe_listed_paired(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                          agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t,
-                          episode_length):  # fmt: skip
-    """:func:`observe_listed` two listed places a call, for an even ``num_observed``: the places, and the
-    8-byte stores of each feature's two entries, as in :func:`observe_every_other_paired`."""
-    steps = t[g]
-    live = alive[g, a] != 0
-    own_type = agent_type[g, a]
-    row = list_row[g, a]
-    first, has_first, has_second, load_first, load_second = paired_slots(g, a, slot, obs, num_observed)
-    j0 = nbr_id[load_first, g, row] if row >= 0 else np.int32(-1)
-    j1 = nbr_id[load_second, g, row] if row >= 0 else np.int32(-1)
-    values_first = listed_values(g, a, j0, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
-                                 speed_scale, dir_scale)  # fmt: skip
-    values_second = listed_values(g, a, j1, x, y, speed, direction, acceleration, alive, agent_type, pos_scale,
-                                  speed_scale, dir_scale)  # fmt: skip
-    store_features_pair(obs, g, a, num_observed, first, has_first, has_second, values_first, values_second)
-    if slot == 0:
-        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
-
-
-@shared
 def pay_step_reward(g, a, alive, agent_type, tagged_by, rewards, step_penalty_for_tagger, step_reward_for_runner):
     """Clear agent ``a``'s tag record and pay its step reward; True for a runner in the game (it may be tagged)."""
     tagged_by[g, a] = -1
