@@ -125,7 +125,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if config.use_full_observation:
         # One call per observed agent writes its seven features, loading its values once, side by side; the
         # first call also the entries after them. With an even number of others, two of them a call, each
-        # feature's pair of entries by one 8-byte store (half the store requests, which bind this kernel).
+        # feature's pair of entries by one 8-byte store: half the store requests (-10%, NOTES.md v31).
         if (n - 1) % 2 == 0:
             observe: tuple[Phase, ...] = (Phase(sim.observe_every_other_paired, "slot", slots=(n - 1) // 2 + 1),)
         else:

@@ -186,9 +186,9 @@ def observe_every_other_paired(g, a, slot, obs, num_observed, tail_entries, x, y
     of ``num_observed // 2 + 1`` writes slots ``2 * slot - shift`` and the one after (those inside
     ``0..num_observed - 1``), each feature's two entries by one 8-byte store; call 0 also the tail.
 
-    A kernel that writes the full observation is bound by the number of its
-    store requests (``benchmarks/NOTES.md``, v31), and 8-byte stores halve
-    them. They need 8-byte aligned entries: ``shift`` is 1 when agent
+    A kernel that writes the full observation is bound by its stores
+    (``benchmarks/NOTES.md``, v31), and 8-byte stores halve their number.
+    They need 8-byte aligned entries: ``shift`` is 1 when agent
     ``a``'s row of ``obs`` starts 4 bytes past an 8-byte boundary, and as
     ``num_observed`` is even every feature's first entry then is too, so each
     feature's first and last slots are written alone, by the first and the
