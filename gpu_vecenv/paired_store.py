@@ -1,11 +1,10 @@
 """Two adjacent float32 entries written by one 8-byte store, for phases of either backend.
 
 A GPU kernel that writes a large observation with one 4-byte store per entry
-is bound by the number of store requests the memory system accepts, not by
-bytes: on an H100 a kernel that only stores, 4 bytes a thread, writes 612 MB
-at half the device-to-device copy bandwidth, and at 91% with 8 bytes a thread
-(``benchmarks/store_ceiling.py``). :func:`store_pair` halves the requests of
-a phase that can write its entries two at a time.
+issues one store request per 32 entries; :func:`store_pair` halves that for a
+phase that can write its entries two at a time (on an H100 it took 10% off
+the step of 5 + 100 agents with the full observation, ``benchmarks/NOTES.md``
+v31).
 
 Both functions are Numba intrinsics, so that a ``@gpu_vecenv.shared`` phase
 calls them from one source on both targets (the CPU gets the same vector
