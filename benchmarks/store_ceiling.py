@@ -21,14 +21,14 @@ float32, so their times bound what the observation's stores alone can take:
 
 If ``pairs`` alone takes most of the env kernel's time, the stores' pattern is
 the ceiling; if it takes far less, the loads and the latency of a pair are.
-Times are the median of 20 launches, CUDA events, after 3 warm-up launches.
+Times are the median of 20 launches after 3 warm-up launches, each launch's
+device time alone (``rollout_timing.device_us_per_launch``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -37,7 +37,7 @@ import torch
 from numba import cuda
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rollout_timing import copy_bandwidth, time_region  # noqa: E402
+from rollout_timing import copy_bandwidth, device_us_per_launch  # noqa: E402
 
 THREADS = 128
 
@@ -89,13 +89,6 @@ def flat_grid(words):
         i += cuda.gridsize(1)
 
 
-def median_us(fn, repeats: int = 20) -> float:
-    device = torch.device("cuda")
-    for _ in range(3):
-        fn()
-    return 1e6 * statistics.median(time_region(fn, 1, device) for _ in range(repeats))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=2000)
@@ -135,7 +128,9 @@ def main() -> None:
           f"copy bandwidth (read + write) {bandwidth['GB_per_s']:.0f} GB/s")  # fmt: skip
     print(f"{'kernel':<28} {'us':>9} {'GB/s':>8} {'of copy bw':>11}")
     for name, fn in cases.items():
-        us = median_us(fn)
+        for _ in range(3):
+            fn()
+        us = device_us_per_launch(fn, torch.device("cuda"), repeats=20)
         rate = nbytes / us / 1e3
         rows.append({"kernel": name, "us": us, "GB_per_s": rate, "copy_bw_fraction": rate / bandwidth["GB_per_s"]})
         print(f"{name:<28} {us:9.1f} {rate:8.0f} {rate / bandwidth['GB_per_s']:10.0%}")

@@ -56,8 +56,9 @@ class KernelCompileError(TypeError):
     def __init__(self, definition: EnvDefinition, target: str, cause: BaseException) -> None:
         super().__init__(
             f"env {definition.name!r}: its phases do not compile for the {target} backend. Every function a phase "
-            "calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy scalars, math and "
-            f"array indexing (no numba.cuda, no allocation, no Python objects). Numba said:\n{cause}"
+            "calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy scalars, math, array "
+            "indexing and gpu_vecenv.paired_store (no numba.cuda, no allocation, no Python objects). Numba "
+            f"said:\n{cause}"
         )
 
 
