@@ -1,7 +1,7 @@
 """Kernel and host timings of WarpTag-v0 configurations, for the performance log (benchmarks/NOTES.md).
 
     python benchmarks/profile_kernel.py --out results.json [--configs default100,default2000,...]
-        [--variants max_registers=64,threads=64] [--host] [--copy-bandwidth] [--scaling]
+        [--variants max_registers=64,threads=64] [--variant-configs full5x100] [--host] [--copy-bandwidth] [--scaling]
 
 For each configuration it reports the set-up time (construction and first
 reset, compilation included when the kernel cache is cold), the kernel time
@@ -16,7 +16,8 @@ written), the ceiling the bytes floor is divided by. ``--variants`` times the
 same configuration with the kernel compiled under a register cap
 (``max_registers=N``; without it, WarpTag-v0's default cap, recorded in
 each row) or another block size
-(``threads=N``). ``--host`` measures host microseconds per ``step()`` at 64
+(``threads=N``), on ``default2000`` and ``default100`` or the configurations
+named by ``--variant-configs``. ``--host`` measures host microseconds per ``step()`` at 64
 games x 4 agents. ``--scaling`` measures cost per agent-step of K-nearest
 observation against the number of agents N (10 ... 4096).
 """
@@ -74,7 +75,8 @@ def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **
     nvec = torch.as_tensor(envs.single_action_space.nvec, device="cuda")
     fixed = (torch.rand((envs.num_envs, 2), device="cuda") * nvec).long()
     envs.step(fixed)
-    launch = envs.unwrapped._backend.launch if hasattr(envs, "unwrapped") else envs._backend.launch
+    backend = envs.unwrapped._backend if hasattr(envs, "unwrapped") else envs._backend
+    launch = backend.launch
     one = event_ms(lambda: launch(0), 3)
     repeats = max(5, min(2000, int(budget_s * 1e3 / max(one, 1e-3))))
     kernel = statistics.median(event_ms(lambda: launch(0), repeats) for _ in range(3))
@@ -90,6 +92,7 @@ def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **
         "games": envs.num_games,
         "agents": envs.num_agents,
         "threads": threads,
+        "threads_per_block": backend.block,  # the block launched (the env's default when threads is None)
         "max_registers": envs.unwrapped.definition.max_registers,  # the cap compiled under ("auto" resolved)
         "setup_s": setup,
         "kernel_ms": kernel,
@@ -134,7 +137,8 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--label", default="")
     p.add_argument("--configs", default=",".join(CONFIGS))
-    p.add_argument("--variants", default="", help="comma list of max_registers=N / threads=N, on default2000")
+    p.add_argument("--variants", default="", help="comma list of max_registers=N / threads=N")
+    p.add_argument("--variant-configs", default="default2000,default100", help="the configurations --variants runs on")
     p.add_argument("--host", action="store_true")
     p.add_argument("--copy-bandwidth", action="store_true")
     p.add_argument("--scaling", action="store_true")
@@ -149,7 +153,7 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     for variant in filter(None, a.variants.split(",")):
         key, value = variant.split("=")
-        for name in ("default2000", "default100"):
+        for name in filter(None, a.variant_configs.split(",")):
             if key == "threads":
                 rows.append(time_config(name, threads=int(value), **CONFIGS[name]))
             else:

@@ -13,11 +13,21 @@ float32, so their times bound what the observation's stores alone can take:
 - ``flat 4 B`` / ``8 B`` / ``16 B (grid-stride)``: the whole buffer viewed as
   words of 4, 8 or 16 bytes, 16 blocks an SM, grid-stride (a game's entries
   are not a whole number of 8-byte words, so no block per game there).
+- ``flat 4 B (block per game, B/SM)``: the same with dynamic shared memory
+  that leaves room for only B blocks of 128 an SM, so fewer games are written
+  at once (fewer concurrent write streams, the same block shape).
+- ``flat 4 B (block per game, T threads)``: one block of T threads per game.
+- ``flat 4 B (persistent, 2 x 1024 an SM)``: two blocks of 1024 an SM, each
+  writing whole games in turn, so 2 games an SM are written at once.
 - ``pairs``: the env's own order, one (observer, observed) pair a call of 128
   threads, seven 4-byte stores a pair ``num_observed`` floats apart and the
   time entry at slot 0, the pair stepped as the generated kernel steps it.
-- ``pairs, 8 blocks/SM``: the same with dynamic shared memory that leaves room
-  for 8 blocks of 128 an SM, the occupancy of the env's 64-register kernel.
+- ``pairs, B blocks/SM``: the same with dynamic shared memory that leaves room
+  for B blocks of 128 an SM (8: the occupancy of the env's 64-register kernel).
+
+If the per-game rows get faster as fewer games are written at once, the number
+of concurrent write streams (DRAM row locality of the L2's write-backs), not
+the stores' width or count, is what the per-game pattern costs.
 
 If ``pairs`` alone takes most of the env kernel's time, the stores' pattern is
 the ceiling; if it takes far less, the loads and the latency of a pair are.
@@ -81,6 +91,18 @@ def flat_per_game(words):
 
 
 @cuda.jit
+def flat_persistent(words):
+    """Row g of ``words`` (games, words_per_game) by block g mod grid size, whole rows in turn."""
+    g = cuda.blockIdx.x
+    while g < words.shape[0]:
+        i = cuda.threadIdx.x
+        while i < words.shape[1]:
+            words[g, i] = 1
+            i += cuda.blockDim.x
+        g += cuda.gridDim.x
+
+
+@cuda.jit
 def flat_grid(words):
     """Every word of the 1-D ``words``, grid-stride."""
     i = cuda.grid(1)
@@ -109,16 +131,26 @@ def main() -> None:
     words4 = cuda.as_cuda_array(obs.view(-1))
     words8 = cuda.as_cuda_array(obs.view(-1).view(torch.int64))
     words16 = cuda.as_cuda_array(obs.view(-1).view(torch.complex128)) if obs.numel() % 4 == 0 else None
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    # 8 blocks of 128 an SM: the shared memory of an SM (228 KiB on sm_90) over 9, rounded down.
-    eight_per_sm = (228 * 1024) // 9
+    properties = torch.cuda.get_device_properties(0)
+    sms = properties.multi_processor_count
+
+    def shared_bytes_for(blocks_per_sm: int) -> int:
+        # An SM's shared memory over one block more than wanted, so that no more than that many fit.
+        return properties.shared_memory_per_multiprocessor // (blocks_per_sm + 1)
+
     cases = {
         "torch fill_": lambda: obs.fill_(1.0),
         "flat 4 B (block per game)": lambda: flat_per_game[games, THREADS, stream](per_game),
+        "flat 4 B (block per game, 8/SM)": lambda: flat_per_game[games, THREADS, stream, shared_bytes_for(8)](per_game),
+        "flat 4 B (block per game, 4/SM)": lambda: flat_per_game[games, THREADS, stream, shared_bytes_for(4)](per_game),
+        "flat 4 B (block per game, 512 threads)": lambda: flat_per_game[games, 512, stream](per_game),
+        "flat 4 B (block per game, 1024 threads)": lambda: flat_per_game[games, 1024, stream](per_game),
+        "flat 4 B (persistent, 2 x 1024 an SM)": lambda: flat_persistent[sms * 2, 1024, stream](per_game),
         "flat 4 B (grid-stride)": lambda: flat_grid[sms * 16, THREADS, stream](words4),
         "flat 8 B (grid-stride)": lambda: flat_grid[sms * 16, THREADS, stream](words8),
         "pairs": lambda: pairs[games, THREADS, stream](view),
-        "pairs, 8 blocks/SM": lambda: pairs[games, THREADS, stream, eight_per_sm](view),
+        "pairs, 8 blocks/SM": lambda: pairs[games, THREADS, stream, shared_bytes_for(8)](view),
+        "pairs, 4 blocks/SM": lambda: pairs[games, THREADS, stream, shared_bytes_for(4)](view),
     }
     if words16 is not None:
         cases["flat 16 B (grid-stride)"] = lambda: flat_grid[sms * 16, THREADS, stream](words16)
@@ -126,14 +158,14 @@ def main() -> None:
     rows = []
     print(f"{torch.cuda.get_device_name(0)}: {games} games x {n} agents, {nbytes / 1e6:.1f} MB written a launch; "
           f"copy bandwidth (read + write) {bandwidth['GB_per_s']:.0f} GB/s")  # fmt: skip
-    print(f"{'kernel':<28} {'us':>9} {'GB/s':>8} {'of copy bw':>11}")
+    print(f"{'kernel':<40} {'us':>9} {'GB/s':>8} {'of copy bw':>11}")
     for name, fn in cases.items():
         for _ in range(3):
             fn()
         us = device_us_per_launch(fn, torch.device("cuda"), repeats=20)
         rate = nbytes / us / 1e3
         rows.append({"kernel": name, "us": us, "GB_per_s": rate, "copy_bw_fraction": rate / bandwidth["GB_per_s"]})
-        print(f"{name:<28} {us:9.1f} {rate:8.0f} {rate / bandwidth['GB_per_s']:10.0%}")
+        print(f"{name:<40} {us:9.1f} {rate:8.0f} {rate / bandwidth['GB_per_s']:10.0%}")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         result = {"device": torch.cuda.get_device_name(0), "games": games, "agents": n, "bytes": nbytes,

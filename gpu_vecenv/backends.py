@@ -29,14 +29,16 @@ from gpu_vecenv.outputs import KernelOutputs
 from gpu_vecenv.shared import SIMULATOR
 
 
-def _threads_per_block(num_agents: int, requested: int | None) -> int:
+def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= 1024:
             raise ValueError(f"threads_per_block must be an integer in [1, 1024], got {requested!r}")
         return requested
     if SIMULATOR:
-        return min(num_agents, 32)  # one Python thread per CUDA thread there
-    return min(256, 32 * ((num_agents + 31) // 32))
+        return min(definition.num_agents, 32)  # one Python thread per CUDA thread there
+    if definition.threads_per_block is not None:
+        return definition.threads_per_block
+    return min(256, 32 * ((definition.num_agents + 31) // 32))
 
 
 def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...], actions: torch.Tensor,
@@ -93,7 +95,7 @@ class CudaBackend:
         self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
         self.device = actions.device
         self.grid = int(buffers["game_i64"].shape[1])
-        self.block = _threads_per_block(definition.num_agents, threads_per_block)
+        self.block = _threads_per_block(definition, threads_per_block)
         self.cuda_graphs = bool(cuda_graphs) and not SIMULATOR
         self._gpu_index = self.device.index if self.device.index is not None else 0
         tensors = _kernel_tensors(buffers, params, actions, out)

@@ -260,6 +260,14 @@ class EnvDefinition:
             WarpTag-v0's K-nearest kernels and slowed its full observation's
             (``benchmarks/NOTES.md``, v18). Ignored on the CPU and under the
             CUDA simulator.
+        threads_per_block: the CUDA threads a game's block has when the user
+            asks for none (the vector env's ``threads_per_block`` option wins),
+            an integer in ``[1, 1024]``; ``None``: the agents rounded up to
+            whole warps, at most 256. A step that writes a large observation
+            per game can gain from larger blocks: fewer games are written at
+            once on an SM, and each one's stores are spread over more threads
+            (WarpTag-v0's full observation, ``benchmarks/NOTES.md``, v32).
+            Ignored on the CPU and under the CUDA simulator.
     """
 
     name: str
@@ -284,11 +292,13 @@ class EnvDefinition:
     cuda_kernel: Any = None
     scratch: tuple[StateArray, ...] = ()
     max_registers: int | None = None
+    threads_per_block: int | None = None
 
     def __post_init__(self) -> None:
-        cap = self.max_registers
-        if isinstance(cap, numbers.Integral) and not isinstance(cap, bool):
-            object.__setattr__(self, "max_registers", int(cap))  # a numpy integer is taken as the int it holds
+        for name in ("max_registers", "threads_per_block"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))  # a numpy integer is taken as the int it holds
         self.validate()
 
     @property
@@ -314,6 +324,9 @@ class EnvDefinition:
                 f"{where}: max_registers={cap} caps the generated kernel; it has no effect with cuda_kernel:"
                 " pass max_registers=None with it"
             )
+        block = self.threads_per_block
+        if block is not None and not _int_in(block, 1, 1024):
+            raise ValueError(f"{where}: threads_per_block must be None or an integer in [1, 1024], got {block!r}")
         space = self.observation_space
         if space is not None and (
             getattr(space, "shape", None) != (self.obs_dim,) or str(getattr(space, "dtype", "")) != "float32"

@@ -104,8 +104,9 @@ class GpuVectorEnv(VectorEnv):
         max_episode_steps: truncate games after this many steps (``None``:
             no truncation besides the env's own end).
         render_mode: ``None`` or ``"rgb_array"``.
-        threads_per_block: CUDA threads per game (default: agents rounded up
-            to a warp, at most 256); extra agents are covered by a stride loop.
+        threads_per_block: CUDA threads per game (default: the definition's
+            ``threads_per_block``, else agents rounded up to a warp, at most
+            256); extra agents are covered by a stride loop.
         cuda_graphs: replay each launch from a captured CUDA graph (default
             ``True``; the graph launches on the current stream, like the kernel).
     """

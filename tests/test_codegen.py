@@ -233,6 +233,32 @@ def test_a_bad_register_cap_is_refused(cap):
         dataclasses.replace(definition, max_registers=cap)
 
 
+def test_warp_tag_widens_the_block_of_a_large_full_observation_only():
+    def block(**params):
+        return tag_definition(TagConfig(**{**SMALL_TAG, **params}), backend="cuda").threads_per_block
+
+    # About 8 (observer, call) pairs a thread, at most 384 threads; the default block below two threads an agent.
+    assert block(use_full_observation=True, num_taggers=5, num_runners=100) == 384  # 105 x 53 calls
+    assert block(use_full_observation=True, num_taggers=5, num_runners=60) == 288  # 65 x 33 calls
+    assert block(use_full_observation=True, num_taggers=1, num_runners=3) is None  # 4 x 3 calls
+    assert block(use_full_observation=True, num_taggers=5, num_runners=20) is None  # 25 x 13 calls: 41 threads
+    assert block(num_taggers=5, num_runners=100) is None  # K nearest
+    envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", **{**SMALL_TAG, "num_runners": 30},
+                        use_full_observation=True)  # fmt: skip
+    assert envs.unwrapped.definition.threads_per_block == 128  # 32 x 31 calls (31 others: one a call) / 8
+    definition = envs.unwrapped.definition
+    same = generate_source(dataclasses.replace(definition, threads_per_block=None), "cuda")
+    assert generate_source(definition, "cuda") == same  # a launch setting: the same kernel
+
+
+@pytest.mark.parametrize("threads", [0, 1025, True, 64.0, "128"])
+def test_a_bad_default_block_size_is_refused(threads):
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    with pytest.raises(ValueError, match=r"threads_per_block must be None or an integer in \[1, 1024\], got"):
+        dataclasses.replace(definition, threads_per_block=threads)
+    assert dataclasses.replace(definition, threads_per_block=np.int64(96)).threads_per_block == 96
+
+
 def test_a_register_cap_with_a_hand_written_kernel_is_refused():
     definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
     with pytest.raises(ValueError, match="max_registers=40 caps the generated kernel; .* pass max_registers=None"):

@@ -114,6 +114,15 @@ def test_warpdrive_layout_without_own_type(device):
 
 
 @pytest.mark.gpu
+def test_a_large_full_observation_steps_in_its_wider_default_block_on_gpu():
+    envs = make("cuda", use_full_observation=True, num_taggers=5, num_runners=60)
+    assert envs.unwrapped._backend.block == envs.unwrapped.definition.threads_per_block == 288
+    check(envs, steps=20, seed=9)
+    narrow = make("cuda", use_full_observation=True, num_taggers=5, num_runners=60, threads_per_block=64)
+    assert narrow.unwrapped._backend.block == 64  # the user's block size wins
+
+
+@pytest.mark.gpu
 def test_more_agents_than_threads_per_block_on_gpu():
     envs = make("cuda", num_runners=70, num_other_agents_observed=5, threads_per_block=32)
     check(envs, steps=20, seed=8)

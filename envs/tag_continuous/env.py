@@ -34,6 +34,30 @@ SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 # waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
 K_NEAREST_MAX_REGISTERS = 48
 
+# The full observation's step is bound by writing the observation, each game's rows one long stream of
+# stores. Larger blocks write faster there: fewer games are written at once on an SM (a store-only kernel
+# went from 55% to 74% of the copy bandwidth at 4 games an SM instead of 16) and each game's stores are
+# spread over more threads. Swept on an H100 (benchmarks/results/h100_2026-12-05e/): the best blocks had
+# about 8 (observer, call) pairs a thread, and none above 384 threads was faster (5+100 agents x 2000 games:
+# 128 threads 415 us, 384 333 us; 10+200 x 500: 224 threads 755 us, 384 457 us). Where that comes to
+# fewer than two threads an agent, the default block (agents rounded up to whole warps) stays: 1+3 x 10000
+# and 2+10 x 10000 were fastest at 32 threads, 5+20 x 2000 at 32 (29.6 us; 64 threads: 31.2). The
+# K-nearest kernels keep the default: they are bound by the search, and 256 or 512 threads made
+# 10+100 x 2000 slower (144 us at 128, 172 at 256, 300 at 512).
+FULL_OBSERVATION_PAIRS_PER_THREAD = 8
+FULL_OBSERVATION_MAX_THREADS = 384
+
+
+def full_observation_threads(num_agents: int, calls_per_agent: int) -> int | None:
+    """CUDA threads a game for the full observation of ``num_agents`` agents, or ``None`` for the default.
+
+    ``calls_per_agent``: the observation phase's slots (calls) per observing agent.
+    """
+    threads = -(-num_agents * calls_per_agent // FULL_OBSERVATION_PAIRS_PER_THREAD)
+    if threads < 2 * num_agents:
+        return None
+    return min(FULL_OBSERVATION_MAX_THREADS, 32 * -(-threads // 32))
+
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
     """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
@@ -130,6 +154,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             observe: tuple[Phase, ...] = (Phase(sim.observe_every_other_paired, "slot", slots=(n - 1) // 2 + 1),)
         else:
             observe = (Phase(sim.observe_every_other, "slot", slots=n - 1),)
+        threads_per_block = full_observation_threads(n, observe[0].slots)
     else:
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
@@ -137,6 +162,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
         listed = Phase(sim.observe_listed, "slot", slots=k)
+        threads_per_block = None
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
@@ -248,6 +274,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         reference=partial(TagReference, config),
         render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
         max_registers=max_registers,
+        threads_per_block=threads_per_block,
     )
 
 
