@@ -97,9 +97,11 @@ class ParamLayout:
     values follow. ``params_f32`` holds the float scalar constants, then the
     float array constants.
 
-    The CPU kernel reads rows, starts and lengths at run time, so its source
-    depends on the names and kinds of arrays and constants only: configurations
-    that differ in sizes (``K``, table lengths) share one compiled function. The
+    The CPU kernel reads rows, starts, lengths and loop bounds (:attr:`sizes`:
+    observation entries, slots, stages, scratch lengths) at run time, so its
+    source depends on the names and kinds of arrays, constants and phases only:
+    configurations that differ in sizes (agents, ``K``, table lengths) share one
+    compiled function. The
     CUDA kernel has them as literals (:meth:`source_lines` with ``literal=True``):
     the compiler then folds the addresses and loop bounds, which frees registers
     (146 -> see ``benchmarks/NOTES.md``), at one compilation per configuration.
@@ -127,6 +129,17 @@ class ParamLayout:
             header += [f"row:{name}"] + ([f"len:{name}"] if slot.vector else [])
         for name in self._arrays:
             header += [f"start:{name}", f"len:{name}"]
+        # The loop bounds the generated code takes from the definition: entries an agent, calls of each
+        # slot phase, stages of each staged phase (keyed by the phase's place in all_phases), scratch lengths.
+        self.sizes: dict[str, int] = {"obs_dim": definition.obs_dim}
+        for i, phase in enumerate(definition.all_phases):
+            if phase.slots is not None:
+                self.sizes[f"slots{i}"] = phase.slots
+            if phase.stages is not None:
+                self.sizes[f"stages{i}"] = phase.stages
+        for j, arr in enumerate(definition.scratch):
+            self.sizes[f"scratch{j}"] = arr.length
+        header += [f"size:{key}" for key in self.sizes]
         self.index = {key: i for i, key in enumerate(header)}
 
     def _values(self, autoreset_mode: int, max_episode_steps: int) -> dict[str, int]:
@@ -142,6 +155,7 @@ class ParamLayout:
         for name, slot in self.state.slots.items():
             values[f"row:{name}"] = slot.row
             values[f"len:{name}"] = slot.length
+        values.update({f"size:{key}": size for key, size in self.sizes.items()})
         for key in self.index:
             if key not in values and ":" not in key:
                 values[key] = int(d.constants[key])
@@ -164,6 +178,10 @@ class ParamLayout:
             i64[i] = int(values[key])
         f32_tensor = torch.tensor(f32 or [0.0], dtype=torch.float32)
         return f32_tensor.to(device), torch.tensor(i64, dtype=torch.int64).to(device)
+
+    def size_source(self, key: str) -> str:
+        """The read of the loop bound ``key`` of :attr:`sizes` from ``params_i64``, for a kernel's source."""
+        return f"params_i64[{self.index['size:' + key]}]"
 
     def source_lines(self, literal: bool = False) -> list[str]:
         """Kernel statements that bind every state array and constant to its name.

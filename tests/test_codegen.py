@@ -201,6 +201,28 @@ def test_the_observation_slot_phase_outside_the_observe_phases_is_refused(where)
         dataclasses.replace(definition, **{where: getattr(definition, where) + (listed,)})
 
 
+@pytest.mark.parametrize("kind", [{}, {"use_full_observation": True}, {"spatial_index": True}, {"game_work": "serial"}])
+def test_configurations_that_differ_in_sizes_share_one_cpu_kernel(kind):
+    # Agents, K, slots, stages and scratch lengths are read at run time on the CPU, so a new size compiles
+    # nothing; the CUDA kernel has them as literals and is compiled per configuration.
+    def sources(taggers, runners, k):
+        config = TagConfig(**{**SMALL_TAG, "num_taggers": taggers, "num_runners": runners,
+                              "num_other_agents_observed": k,
+                              "use_full_observation": kind.get("use_full_observation", False)})  # fmt: skip
+        options = {key: value for key, value in kind.items() if key != "use_full_observation"}
+        definition = tag_definition(config, backend="cpu", **options)
+        return generate_source(definition, "cpu"), generate_source(definition, "cuda")
+
+    small, large = sources(2, 5, 3), sources(7, 60, 10)  # 6 others (two a call) and 66 (two a call)
+    assert small[0] == large[0]
+    assert small[1] != large[1]
+    five_others = sources(2, 4, 3)[0]
+    if kind.get("use_full_observation"):
+        assert five_others != small[0]  # an odd number of others: one a call, another phase
+    else:
+        assert five_others == small[0]
+
+
 def test_a_register_cap_reaches_the_cuda_kernel_only():
     capped = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
     assert "@cuda.jit(cache=True, max_registers=40)" in generate_source(capped, "cuda")
