@@ -1,10 +1,11 @@
 """Kernel time of WarpTag-v0 against the CUDA block size (threads per game), per configuration.
 
     python benchmarks/block_sweep.py --full --configs 5+100x2000 10+200x500 1+3x10000 \\
-        --threads default warps 128 256 384 512 [--rounds 2] [--out DIR]
+        --threads default warps 128 256 384 512 [--param spatial_index=True] [--rounds 2] [--out DIR]
 
 A configuration is ``TAGGERS+RUNNERS`` with ``xGAMES`` (default 2000 games);
-``--full`` uses the full observation, else K-nearest (K = 10). A block size is
+``--full`` uses the full observation, else K-nearest (K = 10); ``--param
+KEY=VALUE`` passes any other ``make_vec`` keyword (a Python literal). A block size is
 an integer, ``default`` (what the env picks when asked for none: WarpTag-v0's
 full observation widens large games' blocks, see ``full_observation_threads`` in
 ``envs/tag_continuous/env.py``) or ``warps`` (the agents rounded up to whole
@@ -19,6 +20,7 @@ DIR/block_sweep.json.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
@@ -46,11 +48,22 @@ def parse_threads(text: str) -> str | int:
     raise argparse.ArgumentTypeError(f"a block size is 'default', 'warps' or an integer in [1, 1024]; got {text!r}")
 
 
+def parse_param(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"a parameter is KEY=VALUE, like spatial_index=True; got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise argparse.ArgumentTypeError(f"{key}: the value must be a Python literal; got {value!r}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=parse_config, nargs="+", required=True)
     parser.add_argument("--threads", type=parse_threads, nargs="+", default=["default", "warps", 128, 256, 384, 512])
     parser.add_argument("--full", action="store_true", help="full observation (else K-nearest, K = 10)")
+    parser.add_argument("--param", type=parse_param, action="append", default=[], help="KEY=VALUE for make_vec")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -64,6 +77,7 @@ def main() -> None:
             params = dict(games=games, num_taggers=taggers, num_runners=runners, use_full_observation=args.full)
             if not args.full:
                 params["num_other_agents_observed"] = min(10, n - 1)
+            params.update(args.param)
             names: dict[int | None, list[str]] = {}
             for choice in args.threads:
                 block = None if choice == "default" else min(256, 32 * -(-n // 32)) if choice == "warps" else choice
@@ -78,7 +92,7 @@ def main() -> None:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "argv": sys.argv[1:],
-                  "full_observation": args.full, "rows": rows}  # fmt: skip
+                  "full_observation": args.full, "params": dict(args.param), "rows": rows}  # fmt: skip
         (args.out / "block_sweep.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
