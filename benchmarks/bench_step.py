@@ -59,7 +59,8 @@ Presets (``--preset``, several allowed):
 - ``quick``: tiny sizes, a few steps (smoke test).
 
 ``--cases TEXT...`` keeps only the cases whose name contains one of the texts, e.g.
-``--preset targets index --cases 100+900 "N=1000 "``.
+``--preset targets index --cases 100+900 "N=1000 "``; ``--copy true`` or ``false`` keeps
+only the cases that step with that ``copy``.
 
 Peers (``--peers``, GPU only, each in a worker process, see ``benchmarks/peers.py``):
 WarpDrive 2.7.1's Numba Tag continuous with the same configuration (for N <= 1000:
@@ -739,6 +740,9 @@ def main() -> None:
         "--cases", nargs="+", metavar="TEXT", help="keep only the presets' cases whose name contains one of these"
     )
     parser.add_argument(
+        "--copy", choices=("true", "false"), help="keep only the cases that step with this copy (default: both)"
+    )
+    parser.add_argument(
         "--max-registers",
         type=register_cap,
         default="auto",
@@ -785,6 +789,10 @@ def main() -> None:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]
         if not cases:
             parser.error(f"--cases {' '.join(args.cases)}: no case of the presets {', '.join(presets)} matches")
+    if args.copy:
+        cases = [case for case in cases if case.copy == (args.copy == "true")]
+        if not cases:
+            parser.error(f"--copy {args.copy}: no case of the presets {', '.join(presets)} (after --cases) has it")
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -31,7 +31,7 @@ import time
 
 import gymnasium as gym
 import torch
-from rollout_timing import in_place_draw, time_region
+from rollout_timing import copy_bandwidth, in_place_draw, time_region
 
 import gpu_vecenv  # noqa: F401
 
@@ -125,13 +125,6 @@ def host_us(copy: bool, steps: int = 3000) -> float:
     return best
 
 
-def copy_bandwidth_gbs(nbytes: int = 2**31) -> float:
-    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
-    dst = torch.empty_like(src)
-    ms = statistics.median(event_ms(lambda: dst.copy_(src), 10) for _ in range(3))
-    return 2 * nbytes / (ms * 1e-3) / 1e9
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
@@ -145,7 +138,7 @@ def main() -> None:
     a = p.parse_args()
     result: dict = {"label": a.label, "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     if a.copy_bandwidth:
-        result["copy_gbs"] = copy_bandwidth_gbs()
+        result["copy_gbs"] = copy_bandwidth(torch.device("cuda"))["GB_per_s"]
         print(f"copy bandwidth (read + write): {result['copy_gbs']:.0f} GB/s", flush=True)
     rows = result["rows"]
     for name in filter(None, a.configs.split(",")):
