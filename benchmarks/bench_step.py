@@ -792,7 +792,8 @@ def main() -> None:
     if args.copy:
         cases = [case for case in cases if case.copy == (args.copy == "true")]
         if not cases:
-            parser.error(f"--copy {args.copy}: no case of the presets {', '.join(presets)} (after --cases) has it")
+            kept = " kept by --cases" if args.cases else ""
+            parser.error(f"--copy {args.copy}: no case of the presets {', '.join(presets)}{kept} has it")
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -31,6 +31,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profile_kernel import time_config  # noqa: E402
 
+from gpu_vecenv.backends import default_threads_per_block  # noqa: E402
+
+# make_vec keywords the sweep sets itself, from --configs, --full and --threads.
+SWEPT = ("num_envs", "games", "num_taggers", "num_runners", "use_full_observation", "threads_per_block", "threads")
+
 
 def parse_config(text: str) -> tuple[int, int, int]:
     """``"5+100x2000"`` -> (taggers, runners, games); games default to 2000."""
@@ -52,6 +57,8 @@ def parse_param(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.isidentifier():
         raise argparse.ArgumentTypeError(f"a parameter is KEY=VALUE, like spatial_index=True; got {text!r}")
+    if key in SWEPT:
+        raise argparse.ArgumentTypeError(f"{key} is set by --configs, --full or --threads, not by --param")
     try:
         return key, ast.literal_eval(value)
     except (ValueError, SyntaxError):
@@ -64,9 +71,11 @@ def main() -> None:
     parser.add_argument("--threads", type=parse_threads, nargs="+", default=["default", "warps", 128, 256, 384, 512])
     parser.add_argument("--full", action="store_true", help="full observation (else K-nearest, K = 10)")
     parser.add_argument("--param", type=parse_param, action="append", default=[], help="KEY=VALUE for make_vec")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=1, help="at least 1")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if not torch.cuda.is_available():
         raise SystemExit("block_sweep.py times CUDA kernels: no CUDA device is visible")
     rows = []
@@ -80,7 +89,7 @@ def main() -> None:
             params.update(args.param)
             names: dict[int | None, list[str]] = {}
             for choice in args.threads:
-                block = None if choice == "default" else min(256, 32 * -(-n // 32)) if choice == "warps" else choice
+                block = None if choice == "default" else default_threads_per_block(n) if choice == "warps" else choice
                 names.setdefault(block, []).append(str(choice))
             for block, labels in names.items():
                 row = time_config(f"{taggers}+{runners}", threads=block, **params)

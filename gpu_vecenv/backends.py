@@ -15,6 +15,7 @@ a ``step`` is then one graph replay on the current stream.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
@@ -29,16 +30,26 @@ from gpu_vecenv.outputs import KernelOutputs
 from gpu_vecenv.shared import SIMULATOR
 
 
+def round_up_to_warps(threads: int) -> int:
+    """``threads`` rounded up to a whole number of 32-thread warps."""
+    return 32 * -(-threads // 32)
+
+
+def default_threads_per_block(num_agents: int) -> int:
+    """The block of a definition that names none: its agents rounded up to whole warps, at most 256."""
+    return min(256, round_up_to_warps(num_agents))
+
+
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
     if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= 1024:
+        if isinstance(requested, bool) or not isinstance(requested, numbers.Integral) or not 1 <= requested <= 1024:
             raise ValueError(f"threads_per_block must be an integer in [1, 1024], got {requested!r}")
-        return requested
+        return int(requested)
     if SIMULATOR:
         return min(definition.num_agents, 32)  # one Python thread per CUDA thread there
     if definition.threads_per_block is not None:
         return definition.threads_per_block
-    return min(256, 32 * ((definition.num_agents + 31) // 32))
+    return default_threads_per_block(definition.num_agents)
 
 
 def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...], actions: torch.Tensor,

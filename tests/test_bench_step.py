@@ -87,7 +87,7 @@ def test_the_index_preset_takes_the_agents_per_game_to_sweep():
         (["--scale-agents", "1"], "--scale-agents: every game needs at least 2 agents"),
         (["--scale-agents", "500", "--scale-total-agents", "300"], "must be at least the largest --scale-agents, 500"),
         (["--max-registers", "8"], "--max-registers: expected an integer in [16, 255], 'none' or 'auto', got 8"),
-        (["--copy", "true"], "--copy true: no case of the presets index (after --cases) has it"),
+        (["--copy", "true"], "--copy true: no case of the presets index has it"),
     ],
 )
 def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):

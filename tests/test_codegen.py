@@ -278,7 +278,8 @@ def test_a_bad_default_block_size_is_refused(threads):
     definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
     with pytest.raises(ValueError, match=r"threads_per_block must be None or an integer in \[1, 1024\], got"):
         dataclasses.replace(definition, threads_per_block=threads)
-    assert dataclasses.replace(definition, threads_per_block=np.int64(96)).threads_per_block == 96
+    given_by_numpy = dataclasses.replace(definition, threads_per_block=np.int64(96)).threads_per_block
+    assert type(given_by_numpy) is int and given_by_numpy == 96
 
 
 def test_a_register_cap_with_a_hand_written_kernel_is_refused():

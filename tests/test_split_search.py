@@ -64,8 +64,25 @@ def test_the_block_holds_every_part_of_every_agent():
 
 @pytest.mark.parametrize("parts", [0, 33, True, 2.0, "2"])
 def test_a_bad_number_of_parts_is_refused(parts):
-    with pytest.raises(ValueError, match=rf"search_parts must be an integer in \[1, 32\], got {parts!r}"):
+    with pytest.raises(ValueError, match=rf"search_parts must be None or an integer in \[1, 32\], got {parts!r}"):
         gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", search_parts=parts)
+
+
+def test_more_parts_than_an_agent_has_calls_are_refused():
+    # K = 1: an observation of 7 + 2 entries, so at most 9 calls an agent.
+    with pytest.raises(ValueError, match="search_parts must be at most the observation's length, 9 here, got 10"):
+        gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", num_other_agents_observed=1, search_parts=10)
+
+
+def test_none_is_one_part_and_parts_pick_the_scan_where_the_search_is_left_open():
+    def phases(**options):
+        definition = tag_definition(TagConfig(num_taggers=10, num_runners=290), backend="cpu", **options)
+        return [p.name for p in definition.observe_phases]
+
+    # 300 agents: the CPU's default search there is the spatial index; asked for parts, the split scan.
+    assert "find_nearest_indexed" in phases(search_parts=None)
+    assert "find_nearest_part" in phases(search_parts=2)
+    assert phases(search_parts=None) == phases()
 
 
 def test_parts_where_there_is_no_scan_are_refused():

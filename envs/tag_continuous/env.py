@@ -14,6 +14,7 @@ from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
+from gpu_vecenv.backends import round_up_to_warps
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
@@ -56,7 +57,7 @@ def full_observation_threads(num_agents: int, calls_per_agent: int) -> int | Non
     threads = -(-num_agents * calls_per_agent // FULL_OBSERVATION_PAIRS_PER_THREAD)
     if threads < 2 * num_agents:
         return None
-    return min(FULL_OBSERVATION_MAX_THREADS, 32 * -(-threads // 32))
+    return min(FULL_OBSERVATION_MAX_THREADS, round_up_to_warps(threads))
 
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
@@ -84,7 +85,7 @@ def stages_for(num_agents: int) -> int:
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
                    max_registers: int | str | None = "auto",
-                   game_work: str | None = None, search_parts: int = 1) -> EnvDefinition:  # fmt: skip
+                   game_work: str | None = None, search_parts: int | None = 1) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -109,8 +110,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ``search_parts``: split each agent's scan for its K nearest over this many
     calls (on the GPU, threads; the block then has agents x parts threads, at
     most 512), each scanning every ``search_parts``-th agent, and merge their
-    lists; 1: one call scans every agent. Only with the scan (not the spatial
-    index, not the full observation). The results are the same either way.
+    lists; 1 or ``None``: one call scans every agent. Only with the scan (with
+    ``spatial_index=None`` it picks the scan; ``True`` and the full observation
+    refuse it), at most the observation's length. The results are the same
+    either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -133,15 +136,24 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
         raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
     staged = game_work == "staged"
+    if search_parts is None:
+        search_parts = 1
     if (
         isinstance(search_parts, (bool, np.bool_))
         or not isinstance(search_parts, (int, np.integer))
         or not (1 <= search_parts <= 32)
     ):
-        raise ValueError(f"WarpTag: search_parts must be an integer in [1, 32], got {search_parts!r}")
+        raise ValueError(f"WarpTag: search_parts must be None or an integer in [1, 32], got {search_parts!r}")
+    search_parts = int(search_parts)
+    if search_parts > config.obs_dim:
+        # A slot phase has at most obs_dim calls an agent.
+        raise ValueError(
+            f"WarpTag: search_parts must be at most the observation's length, {config.obs_dim} here, got {search_parts}"
+        )
     stages = stages_for(n)
+    # A split search is a split scan: asked for, it decides the search that spatial_index=None leaves open.
     indexed = not config.use_full_observation and (
-        n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
+        n >= SPATIAL_INDEX_MIN_AGENTS[backend] and search_parts == 1 if spatial_index is None else bool(spatial_index)
     )
     state = [
         StateArray("x", "float32"),
@@ -214,7 +226,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                           StateArray("part_row", "int32", length=search_parts * k, vector=True)]  # fmt: skip
                 search = (Phase(sim.find_nearest_part, "slot", slots=search_parts), Phase(sim.merge_nearest_parts))
                 # At most 512: a block of 1024 threads would not launch above 64 registers a thread.
-                threads_per_block = min(512, 32 * -(-n * search_parts // 32))
+                threads_per_block = min(512, round_up_to_warps(n * search_parts))
             observe = (*count, Phase(sim.list_alive), *search, listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
