@@ -1,11 +1,12 @@
 """How fast can a kernel write the full observation? Store-only kernels over the same buffer.
 
-    python benchmarks/store_ceiling.py --games 2000 --agents 105 [--out DIR]
+    python benchmarks/store_ceiling.py --games 2000 --agents 105 [--no-own-type] [--out DIR]
 
 The 5 + 100 full-observation step writes 613 MB of observation per step; its
 kernel also loads state, moves agents and pays rewards. These kernels only
-store, into a buffer of the same shape ``(games, agents, 7 * (agents - 1) + 1)``
-float32, so their times bound what the observation's stores alone can take:
+store, into a buffer of the same shape ``(games, agents, 7 * (agents - 1) + 2)``
+float32 (``+ 1`` with ``--no-own-type``, as WarpTag-v0's ``observe_own_type=False``),
+so their times bound what the observation's stores alone can take:
 
 - ``torch fill_``: torch's own fill of the buffer (the card's write rate).
 - ``flat 4 B (block per game)``: one block per game writes its game's
@@ -19,9 +20,11 @@ float32, so their times bound what the observation's stores alone can take:
 - ``flat 4 B (block per game, T threads)``: one block of T threads per game.
 - ``flat 4 B (persistent, 2 x 1024 an SM)``: two blocks of 1024 an SM, each
   writing whole games in turn, so 2 games an SM are written at once.
-- ``pairs``: the env's own order, one (observer, observed) pair a call of 128
-  threads, seven 4-byte stores a pair ``num_observed`` floats apart and the
-  time entry at slot 0, the pair stepped as the generated kernel steps it.
+- ``pairs``: the env's order before v31 (one observed agent a call; with an
+  even number of others the env now writes two a call by 8-byte stores), one
+  (observer, observed) pair a call of 128 threads, seven 4-byte stores a pair
+  ``num_observed`` floats apart and the time (and own type) entries at slot 0,
+  the pair stepped as the generated kernel steps it.
 - ``pairs, B blocks/SM``: the same with dynamic shared memory that leaves room
   for B blocks of 128 an SM (8: the occupancy of the env's 64-register kernel).
 
@@ -52,7 +55,7 @@ from rollout_timing import copy_bandwidth, device_us_per_launch  # noqa: E402
 THREADS = 128
 
 
-def make_pairs_kernel(num_agents: int, num_observed: int):
+def make_pairs_kernel(num_agents: int, num_observed: int, tail_entries: int):
     """The pair-order store kernel for ``num_agents`` agents, sizes as compile-time constants."""
     tail = 7 * num_observed
 
@@ -70,7 +73,8 @@ def make_pairs_kernel(num_agents: int, num_observed: int):
             for f in range(7):
                 obs[g, a, f * num_observed + k] = value
             if k == 0:
-                obs[g, a, tail] = value
+                for e in range(tail_entries):
+                    obs[g, a, tail + e] = value
             k = np.uint32(k + step_k)
             a = np.uint32(a + step_a)
             if k >= num_observed:
@@ -115,17 +119,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=2000)
     parser.add_argument("--agents", type=int, default=105)
+    parser.add_argument("--own-type", action=argparse.BooleanOptionalAction, default=True,
+                        help="an entry for the agent's own type after the time, as WarpTag-v0's default")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="a folder for store_ceiling.json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("store_ceiling.py times CUDA kernels: no CUDA device is visible")
     games, n = args.games, args.agents
     num_observed = n - 1
-    obs_dim = 7 * num_observed + 1
+    tail_entries = 1 + int(args.own_type)
+    obs_dim = 7 * num_observed + tail_entries
     obs = torch.zeros((games, n, obs_dim), dtype=torch.float32, device="cuda")
     nbytes = obs.numel() * obs.element_size()
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
-    pairs = make_pairs_kernel(n, num_observed)
+    pairs = make_pairs_kernel(n, num_observed, tail_entries)
     view = cuda.as_cuda_array(obs)
     per_game = cuda.as_cuda_array(obs.view(games, n * obs_dim))
     words4 = cuda.as_cuda_array(obs.view(-1))
