@@ -101,10 +101,10 @@ class ParamLayout:
     observation entries, slots, stages, scratch lengths) at run time, so its
     source depends on the names and kinds of arrays, constants and phases only:
     configurations that differ in sizes (agents, ``K``, table lengths) share one
-    compiled function. The
-    CUDA kernel has them as literals (:meth:`source_lines` with ``literal=True``):
-    the compiler then folds the addresses and loop bounds, which frees registers
-    (146 -> see ``benchmarks/NOTES.md``), at one compilation per configuration.
+    compiled function. The CUDA kernel has them as literals
+    (:meth:`source_lines` with ``literal=True``): the compiler then folds the
+    addresses and loop bounds, which frees registers (146 -> see
+    ``benchmarks/NOTES.md``), at one compilation per configuration.
     """
 
     FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order")

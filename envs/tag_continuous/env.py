@@ -145,6 +145,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ):
         raise ValueError(f"WarpTag: search_parts must be None or an integer in [1, 32], got {search_parts!r}")
     search_parts = int(search_parts)
+    if config.use_full_observation and search_parts > 1:
+        raise ValueError(f"WarpTag: search_parts={search_parts} splits the K-nearest search; the full observation "
+                         "has none")  # fmt: skip
     if search_parts > config.obs_dim:
         # A slot phase has at most obs_dim calls an agent.
         raise ValueError(
@@ -169,9 +172,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         StateArray("agent_type", "int32"),
         StateArray("tagged_by", "int32"),
     ]
-    if config.use_full_observation and search_parts > 1:
-        raise ValueError(f"WarpTag: search_parts={search_parts} splits the K-nearest search; the full observation "
-                         "has none")  # fmt: skip
     if config.use_full_observation:
         # One call per observed agent writes its seven features, loading its values once, side by side; the
         # first call also the entries after them. With an even number of others, two of them a call, each
@@ -253,7 +253,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if not config.use_full_observation and not indexed:
         constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
         if search_parts > 1:
-            constants["search_parts"] = int(search_parts)
+            constants["search_parts"] = search_parts
     if indexed:
         cells = index_cells_per_side(n, k)
         cell_size = np.float32(config.grid_length / cells)

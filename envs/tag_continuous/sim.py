@@ -328,6 +328,14 @@ def scan_rows_for_nearest(g, me, first, step, end, row_x, row_y, k_max, near_d2,
             insert_nearest(np.int32(row), d2, k_max, near_d2, near_id, True)
 
 
+@shared
+def list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id):
+    """The ids of the top-K list's rows (``alive_list``) into ``nbr_id[:, g, a]``; -1 for an empty place."""
+    for m in range(k_max):
+        row = near_id[m]
+        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
+
+
 @shared(inline=False)
 def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, count_plane, alive_list, near_d2,
                  near_id, nbr_id):  # fmt: skip
@@ -350,9 +358,7 @@ def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, coun
     if np.int64(a) < np.int64(in_game):
         scan_rows_for_nearest(g, np.uint32(a), np.uint32(0), np.uint32(1), np.uint32(in_game), row_x, row_y, k_max,
                               near_d2, near_id)  # fmt: skip
-    for m in range(k_max):
-        row = near_id[m]
-        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
+    list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id)
 
 
 @shared(inline=False)
@@ -401,9 +407,7 @@ def merge_nearest_parts(g, a, num_agents, num_observed, search_parts, alive_coun
                 if row < 0 or not (d2 < last_d2 or (d2 == last_d2 and row < near_id[k_max - 1])):
                     break
                 insert_nearest(row, d2, k_max, near_d2, near_id, False)
-    for m in range(k_max):
-        row = near_id[m]
-        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
+    list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id)
 
 
 @shared
