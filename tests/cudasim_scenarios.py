@@ -91,8 +91,6 @@ SCENARIOS = {
         None,
     ),  # fmt: skip
     "staged_all_tagged_early": ({"game_work": "staged", "tagging_distance": 1.0}, 4, None),
-    # Each agent's scan in three parts (slots), then merged; the stacked agents' ties across the parts.
-    "split_search": ({"search_parts": 3, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
     "spatial_index_ties": ({"spatial_index": True, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
     # The full observation by an entry phase (tests/entry_phases.py): one call per entry, then runs of 4.
     "entry_phase": ({"use_full_observation": True, ENTRY_BLOCK: None}, 3, None),

@@ -85,7 +85,7 @@ def stages_for(num_agents: int) -> int:
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
                    max_registers: int | str | None = "auto",
-                   game_work: str | None = None, search_parts: int | None = 1) -> EnvDefinition:  # fmt: skip
+                   game_work: str | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -107,13 +107,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     but a dependent chain of ``log2`` rather than ``num_agents`` steps.
     ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
     CPU). The results are the same either way.
-    ``search_parts``: split each agent's scan for its K nearest over this many
-    calls (on the GPU, threads; the block then has agents x parts threads, at
-    most 512), each scanning every ``search_parts``-th agent, and merge their
-    lists; 1 or ``None``: one call scans every agent. Only with the scan (with
-    ``spatial_index=None`` it picks the scan; ``True`` and the full observation
-    refuse it), at most the observation's length. The results are the same
-    either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -136,27 +129,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
         raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
     staged = game_work == "staged"
-    if search_parts is None:
-        search_parts = 1
-    if (
-        isinstance(search_parts, (bool, np.bool_))
-        or not isinstance(search_parts, (int, np.integer))
-        or not (1 <= search_parts <= 32)
-    ):
-        raise ValueError(f"WarpTag: search_parts must be None or an integer in [1, 32], got {search_parts!r}")
-    search_parts = int(search_parts)
-    if config.use_full_observation and search_parts > 1:
-        raise ValueError(f"WarpTag: search_parts={search_parts} splits the K-nearest search; the full observation "
-                         "has none")  # fmt: skip
-    if search_parts > config.obs_dim:
-        # A slot phase has at most obs_dim calls an agent.
-        raise ValueError(
-            f"WarpTag: search_parts must be at most the observation's length, {config.obs_dim} here, got {search_parts}"
-        )
     stages = stages_for(n)
-    # A split search is a split scan: asked for, it decides the search that spatial_index=None leaves open.
     indexed = not config.use_full_observation and (
-        n >= SPATIAL_INDEX_MIN_AGENTS[backend] and search_parts == 1 if spatial_index is None else bool(spatial_index)
+        n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
     state = [
         StateArray("x", "float32"),
@@ -189,9 +164,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
         listed = Phase(sim.observe_listed, "slot", slots=k)
         threads_per_block = None
-        if indexed and search_parts > 1:
-            raise ValueError(f"WarpTag: search_parts={search_parts} splits the scan; the spatial index has none "
-                             "(pass spatial_index=False with it)")  # fmt: skip
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
@@ -218,16 +190,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
-            if search_parts == 1:
-                search: tuple[Phase, ...] = (Phase(sim.find_nearest),)
-            else:
-                # Each part's sorted list, K places of the agent's own P * K.
-                state += [StateArray("part_d2", "float32", length=search_parts * k, vector=True),
-                          StateArray("part_row", "int32", length=search_parts * k, vector=True)]  # fmt: skip
-                search = (Phase(sim.find_nearest_part, "slot", slots=search_parts), Phase(sim.merge_nearest_parts))
-                # At most 512: a block of 1024 threads would not launch above 64 registers a thread.
-                threads_per_block = min(512, round_up_to_warps(n * search_parts))
-            observe = (*count, Phase(sim.list_alive), *search, listed)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -252,8 +215,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     }
     if not config.use_full_observation and not indexed:
         constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
-        if search_parts > 1:
-            constants["search_parts"] = search_parts
     if indexed:
         cells = index_cells_per_side(n, k)
         cell_size = np.float32(config.grid_length / cells)
@@ -368,16 +329,15 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
 
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``,
-    ``game_work`` and ``search_parts`` (see :func:`tag_definition`).
+    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``
+    and ``game_work`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
     game_work = kwargs.pop("game_work", None)
-    search_parts = kwargs.pop("search_parts", 1)
     config = TagConfig.from_kwargs(
-        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work", "search_parts"}, **kwargs
+        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work"}, **kwargs
     )
     # The device decides the default search, so it is resolved (or refused) before the definition is made.
     env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
@@ -387,6 +347,5 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         backend=env_kwargs["device"].type,
         max_registers=max_registers,
         game_work=game_work,
-        search_parts=search_parts,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)

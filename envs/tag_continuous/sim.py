@@ -305,37 +305,6 @@ def list_alive(g, a, num_agents, x, y, alive, alive_count, count_plane, alive_li
         row_y[g, a] = y[g, lo]
 
 
-@shared
-def scan_rows_for_nearest(g, me, first, step, end, row_x, row_y, k_max, near_d2, near_id):
-    """Insert rows ``first``, ``first + step``, ... below ``end`` (all ``uint32``) other than ``me`` into the
-    sorted top-K list ``near_d2`` / ``near_id`` by their distance to row ``me`` (positions ``row_x`` / ``row_y``).
-
-    Rows are unsigned subscripts, as in merge_cell_runs.
-    """
-    xa = row_x[g, me]
-    ya = row_y[g, me]
-    i = first
-    while i < end:
-        row = i
-        i = np.uint32(i + step)
-        if row == me:
-            continue
-        dx = row_x[g, row] - xa
-        dy = row_y[g, row] - ya
-        d2 = dx * dx + dy * dy
-        # Ascending rows: a tie with the last place never beats it. Most candidates stop here.
-        if d2 < near_d2[k_max - 1]:
-            insert_nearest(np.int32(row), d2, k_max, near_d2, near_id, True)
-
-
-@shared
-def list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id):
-    """The ids of the top-K list's rows (``alive_list``) into ``nbr_id[:, g, a]``; -1 for an empty place."""
-    for m in range(k_max):
-        row = near_id[m]
-        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
-
-
 @shared(inline=False)
 def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, count_plane, alive_list, near_d2,
                  near_id, nbr_id):  # fmt: skip
@@ -356,58 +325,26 @@ def find_nearest(g, a, num_agents, num_observed, row_x, row_y, alive_count, coun
     clear_nearest(k_max, near_d2, near_id)
     in_game = alive_count[count_plane, g, num_agents - 1]
     if np.int64(a) < np.int64(in_game):
-        scan_rows_for_nearest(g, np.uint32(a), np.uint32(0), np.uint32(1), np.uint32(in_game), row_x, row_y, k_max,
-                              near_d2, near_id)  # fmt: skip
-    list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id)
-
-
-@shared(inline=False)
-def find_nearest_part(g, a, slot, num_agents, num_observed, search_parts, row_x, row_y, alive_count, count_plane,
-                      near_d2, near_id, part_d2, part_row):  # fmt: skip
-    """Part ``slot`` of :func:`find_nearest` split over ``search_parts`` calls an agent: the K nearest among rows
-    ``slot``, ``slot + search_parts``, ... (not the agent's own), nearest first, ties to the lower row, into
-    places ``slot * K ...`` of ``part_d2`` / ``part_row`` (-1 rows where the part has fewer than K).
-
-    The parts of one agent run side by side on the GPU, each scanning a
-    ``1 / search_parts`` share of the candidates, so a game with few agents a
-    thread finds its neighbours in a fraction of the one-thread scan's time;
-    :func:`merge_nearest_parts` then merges the parts' sorted lists.
-    """
-    k_max = num_observed
-    clear_nearest(k_max, near_d2, near_id)
-    in_game = alive_count[count_plane, g, num_agents - 1]
-    if np.int64(a) < np.int64(in_game):
-        scan_rows_for_nearest(g, np.uint32(a), np.uint32(slot), np.uint32(search_parts), np.uint32(in_game), row_x,
-                              row_y, k_max, near_d2, near_id)  # fmt: skip
-    first = np.int64(slot) * np.int64(k_max)
+        # Rows as unsigned subscripts, as in merge_cell_runs.
+        me = np.uint32(a)
+        xa = row_x[g, me]
+        ya = row_y[g, me]
+        end = np.uint32(in_game)
+        i = np.uint32(0)
+        while i < end:
+            row = i
+            i = np.uint32(i + np.uint32(1))
+            if row == me:
+                continue
+            dx = row_x[g, row] - xa
+            dy = row_y[g, row] - ya
+            d2 = dx * dx + dy * dy
+            # Ascending rows: a tie with the last place never beats it. Most candidates stop here.
+            if d2 < near_d2[k_max - 1]:
+                insert_nearest(np.int32(row), d2, k_max, near_d2, near_id, True)
     for m in range(k_max):
-        part_d2[first + m, g, a] = near_d2[m]
-        part_row[first + m, g, a] = near_id[m]
-
-
-@shared(inline=False)
-def merge_nearest_parts(g, a, num_agents, num_observed, search_parts, alive_count, count_plane, alive_list, part_d2,
-                        part_row, near_d2, near_id, nbr_id):  # fmt: skip
-    """:func:`find_nearest`'s result from the parts of :func:`find_nearest_part`: the K nearest of their lists
-    by distance, then row (the order of the one-thread scan), as ids into ``nbr_id[:, g, a]``.
-
-    Each part's list is sorted, so a part is left at its first entry that does
-    not beat the last place kept.
-    """
-    k_max = num_observed
-    clear_nearest(k_max, near_d2, near_id)
-    in_game = alive_count[count_plane, g, num_agents - 1]
-    if np.int64(a) < np.int64(in_game):
-        for p in range(search_parts):
-            first = np.int64(p) * np.int64(k_max)
-            for m in range(k_max):
-                row = part_row[first + m, g, a]
-                d2 = part_d2[first + m, g, a]
-                last_d2 = near_d2[k_max - 1]
-                if row < 0 or not (d2 < last_d2 or (d2 == last_d2 and row < near_id[k_max - 1])):
-                    break
-                insert_nearest(row, d2, k_max, near_d2, near_id, False)
-    list_ids_of_rows(g, a, k_max, near_id, alive_list, nbr_id)
+        row = near_id[m]
+        nbr_id[m, g, a] = alive_list[g, np.uint32(row)] if row >= 0 else np.int32(-1)
 
 
 @shared
