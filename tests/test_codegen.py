@@ -23,7 +23,7 @@ from entry_phases import entry_tag_definition
 from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
-from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
+from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, resident_blocks_per_multiprocessor, tag_definition
 from gpu_vecenv import GpuVectorEnv
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
@@ -244,6 +244,36 @@ def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_def
     assert "@cuda.jit(cache=True)\n" in generate_source(uncapped.unwrapped.definition, "cuda")
     with pytest.raises(ValueError, match=r"max_registers must be 'auto', None or an integer in \[16, 255\], got '40'"):
         tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers="40")
+
+
+def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped():
+    def cap(num_games, multiprocessors=132, max_registers="auto", **params):
+        config = TagConfig(**{**SMALL_TAG, **params})
+        return tag_definition(config, backend="cuda", max_registers=max_registers, num_games=num_games,
+                              multiprocessors=multiprocessors).max_registers  # fmt: skip
+
+    # sm_90: 76 registers and 128 threads (the scan at 10+100) hold 6 blocks an SM, 116 and 256 (the index at
+    # 1000 agents) 2, 48 and 128 10, 48 and 256 5; small blocks stop at 32 an SM.
+    assert [resident_blocks_per_multiprocessor(r, t) for r, t in [(76, 128), (116, 256), (48, 128), (48, 256)]] == [
+        6, 2, 10, 5]  # fmt: skip
+    assert resident_blocks_per_multiprocessor(16, 32) == 32
+    scan = {"num_taggers": 10, "num_runners": 100, "num_other_agents_observed": 10}
+    assert cap(100, **scan) is None
+    assert cap(6 * 132, **scan) is None
+    assert cap(6 * 132 + 1, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(2000, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(6 * 66, multiprocessors=66, **scan) is None
+    assert cap(6 * 66 + 1, multiprocessors=66, **scan) == K_NEAREST_MAX_REGISTERS
+    index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
+    assert cap(264, **index) is None
+    assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
+    # Asked for, a cap stays; unknown games or SMs (or a bad number, which the vector env refuses) keep it.
+    assert cap(100, max_registers=40, **scan) == 40
+    assert cap(None, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(100, multiprocessors=None, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(0, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(True, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(2000, use_full_observation=True) is None
 
 
 @pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300), "AUTO", "None", b"auto"])

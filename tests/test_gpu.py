@@ -65,6 +65,19 @@ def test_close_frees_gpu_memory():
         envs.step(random_actions(envs))
 
 
+def test_the_k_nearest_cap_follows_the_number_of_games_the_card_holds_at_once():
+    # 7 agents: blocks of one warp, at most 25 an SM uncapped (76 registers), so 33 an SM are more than fit.
+    multiprocessors = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    few = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", **SMALL_TAG)
+    assert few.unwrapped.definition.max_registers is None
+    many = gym.make_vec("WarpTag-v0", num_envs=33 * multiprocessors, device="cuda", **SMALL_TAG)
+    assert many.unwrapped.definition.max_registers == 48
+    # The kernel that many games get, on a few games: the same game as the reference's.
+    capped = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", max_registers=48, **SMALL_TAG)
+    report = compare_with_reference(capped, steps=40, seed=5)
+    assert report.ok, "\n" + report.table()
+
+
 def test_a_register_capped_kernel_matches_the_reference():
     # 32 registers spill a few bytes in the full-observation kernel (ptx_report.py): still the same game.
     envs = gym.make_vec("WarpTag-v0", num_envs=4, device="cuda", max_registers=32, use_full_observation=True,

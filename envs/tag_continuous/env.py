@@ -14,7 +14,7 @@ from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
-from gpu_vecenv.backends import round_up_to_warps
+from gpu_vecenv.backends import default_threads_per_block, round_up_to_warps
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
@@ -34,6 +34,24 @@ SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 # 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/). The full observation is left uncapped: it
 # waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
 K_NEAREST_MAX_REGISTERS = 48
+
+# The cap pays only when the card cannot hold every game at once uncapped: then it buys more games an SM
+# at the price of spills; when it can, the spills are all it adds. On an H100 (132 SMs, one lease,
+# benchmarks/results/h100_2026-12-05f/cap/) the index kernel at 524 games of 1000 agents took 425 us
+# capped and 510 uncapped, at 262 games of 2000 agents 449 and 417, at 128 of 4096 569 and 537; the scan
+# at 100, 264 and 528 games of 110 agents 35.2 / 39.8 / 53.0 capped, 33.9 / 37.8 / 49.5 uncapped (at 2000
+# games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90):
+# the scan 76, the index 114-116; resident games follow from them (resident_blocks_per_multiprocessor).
+K_NEAREST_UNCAPPED_REGISTERS = {"scan": 76, "index": 116}
+
+
+def resident_blocks_per_multiprocessor(registers: int, threads: int) -> int:
+    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once (sm_90:
+    64 K registers allocated per warp in units of 256, at most 64 warps and 32 blocks)."""
+    warps = -(-threads // 32)
+    register_warps = 65536 // (-(-registers * 32 // 256) * 256)
+    return min(register_warps // warps, 64 // warps, 32)
+
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
 # stores. Larger blocks write faster there: fewer games are written at once on an SM (a store-only kernel
@@ -78,6 +96,11 @@ GAME_WORK = ("serial", "staged")
 DEFAULT_GAME_WORK = {"cuda": "staged", "cpu": "serial"}
 
 
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a positive integer (a bad number of games is refused by the vector env)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= 1
+
+
 def stages_for(num_agents: int) -> int:
     """Stages of a merge sort or tree sum over ``num_agents`` slots: ``ceil(log2(num_agents))``, at least 1."""
     return max(1, (int(num_agents) - 1).bit_length())  # int(): a numpy integer has no bit_length
@@ -85,7 +108,8 @@ def stages_for(num_agents: int) -> int:
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
                    max_registers: int | str | None = "auto",
-                   game_work: str | None = None) -> EnvDefinition:  # fmt: skip
+                   game_work: str | None = None, num_games: int | None = None,
+                   multiprocessors: int | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -97,8 +121,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     and rewards are the same either way. Ignored with the full observation.
     ``max_registers``: a register cap for the CUDA kernel (see
     :class:`~gpu_vecenv.definition.EnvDefinition`); ``None``: the compiler's
-    choice; ``"auto"``: ``K_NEAREST_MAX_REGISTERS`` with the K-nearest
-    observation, the compiler's choice with the full observation.
+    choice; ``"auto"``: the compiler's choice with the full observation; with
+    the K-nearest one ``K_NEAREST_MAX_REGISTERS``, unless ``num_games`` and
+    ``multiprocessors`` (the device's SMs) say that every game fits on the
+    card at once uncapped (in blocks of the default size), where the cap would
+    only add spills.
     ``game_work``: how the work done once per game runs (the index's sort by
     cell, the count of runners left). ``"serial"``: one thread of the game
     walks every agent. ``"staged"``: the game's agents share it in
@@ -115,7 +142,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         backend = "cuda" if torch.cuda.is_available() else "cpu"
     if backend not in SPATIAL_INDEX_MIN_AGENTS:
         raise ValueError(f"WarpTag: backend must be one of {sorted(SPATIAL_INDEX_MIN_AGENTS)}, got {backend!r}")
-    if isinstance(max_registers, str) and max_registers == "auto":
+    auto_registers = isinstance(max_registers, str) and max_registers == "auto"
+    if auto_registers:
         max_registers = None if config.use_full_observation else K_NEAREST_MAX_REGISTERS
     elif max_registers is not None and (
         isinstance(max_registers, (bool, np.bool_)) or not isinstance(max_registers, (int, np.integer))
@@ -133,6 +161,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
+    if auto_registers and max_registers is not None and _count(num_games) and _count(multiprocessors):
+        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
+        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, default_threads_per_block(n)):
+            max_registers = None
     state = [
         StateArray("x", "float32"),
         StateArray("y", "float32"),
@@ -339,13 +371,17 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     config = TagConfig.from_kwargs(
         options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work"}, **kwargs
     )
-    # The device decides the default search, so it is resolved (or refused) before the definition is made.
-    env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
+    # The device decides the default search and register cap, so it is resolved (or refused) before the
+    # definition is made.
+    device = env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
+    multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else None
     definition = tag_definition(
         config,
         spatial_index,
-        backend=env_kwargs["device"].type,
+        backend=device.type,
         max_registers=max_registers,
         game_work=game_work,
+        num_games=num_envs,
+        multiprocessors=multiprocessors,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
