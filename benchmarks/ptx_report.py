@@ -9,8 +9,10 @@ driver, no GPU), and ``ptxas -v`` from a CUDA toolkit, when one is on ``PATH`` o
 reports what the GPU would run: registers per thread (they set the occupancy), stack frame bytes (local
 memory) and spills. Prints one line; ``--ptx FILE`` keeps the PTX. The env is made on the CPU, so a
 default that depends on the device (WarpTag-v0's search between 256 and 511 agents) is the CPU's: name
-it with ``--param spatial_index=false`` to see the GPU's kernel there. The env's own register cap
-(``--param max_registers=...``, else its default) applies unless ``--max-registers`` overrides it.
+it with ``--param spatial_index=false`` to see the GPU's kernel there; likewise WarpTag-v0's default
+register cap, which on a GPU is dropped where every game fits uncapped, is kept here (the kernel of a
+step with many games). The env's own register cap (``--param max_registers=...``, else its default)
+applies unless ``--max-registers`` overrides it.
 These are static figures: they rank kernel variants (see ``benchmarks/NOTES.md``), they do not time
 them.
 """
