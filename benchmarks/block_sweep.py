@@ -20,7 +20,6 @@ DIR/block_sweep.json.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profile_kernel import time_config  # noqa: E402
 
 from gpu_vecenv.backends import default_threads_per_block  # noqa: E402
+from gpu_vecenv.check import parse_param  # noqa: E402
 
 # make_vec keywords the sweep sets itself, from --configs, --full and --threads.
 SWEPT = ("num_envs", "games", "num_taggers", "num_runners", "use_full_observation", "threads_per_block", "threads")
@@ -53,16 +53,12 @@ def parse_threads(text: str) -> str | int:
     raise argparse.ArgumentTypeError(f"a block size is 'default', 'warps' or an integer in [1, 1024]; got {text!r}")
 
 
-def parse_param(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.isidentifier():
-        raise argparse.ArgumentTypeError(f"a parameter is KEY=VALUE, like spatial_index=True; got {text!r}")
+def unswept_param(text: str) -> tuple[str, object]:
+    """``--param KEY=VALUE`` (:func:`gpu_vecenv.check.parse_param`), refused for a key the sweep sets."""
+    key, value = parse_param(text)
     if key in SWEPT:
         raise argparse.ArgumentTypeError(f"{key} is set by --configs, --full or --threads, not by --param")
-    try:
-        return key, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        raise argparse.ArgumentTypeError(f"{key}: the value must be a Python literal; got {value!r}") from None
+    return key, value
 
 
 def main() -> None:
@@ -70,7 +66,7 @@ def main() -> None:
     parser.add_argument("--configs", type=parse_config, nargs="+", required=True)
     parser.add_argument("--threads", type=parse_threads, nargs="+", default=["default", "warps", 128, 256, 384, 512])
     parser.add_argument("--full", action="store_true", help="full observation (else K-nearest, K = 10)")
-    parser.add_argument("--param", type=parse_param, action="append", default=[], help="KEY=VALUE for make_vec")
+    parser.add_argument("--param", type=unswept_param, action="append", default=[], help="KEY=VALUE for make_vec")
     parser.add_argument("--rounds", type=int, default=1, help="at least 1")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()

@@ -40,6 +40,14 @@ def default_threads_per_block(num_agents: int) -> int:
     return min(256, round_up_to_warps(num_agents))
 
 
+def resident_blocks_per_multiprocessor(registers: int, threads: int) -> int:
+    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once (sm_90:
+    64 K registers allocated per warp in units of 256, at most 64 warps and 32 blocks)."""
+    warps = round_up_to_warps(threads) // 32
+    register_warps = 65536 // (-(-registers * 32 // 256) * 256)
+    return min(register_warps // warps, 64 // warps, 32)
+
+
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, numbers.Integral) or not 1 <= requested <= 1024:

@@ -23,8 +23,9 @@ from entry_phases import entry_tag_definition
 from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
-from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, resident_blocks_per_multiprocessor, tag_definition
+from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
 from gpu_vecenv import GpuVectorEnv
+from gpu_vecenv.backends import resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray

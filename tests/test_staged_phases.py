@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import torch
 from conftest import SMALL_TAG
-from tag_rollouts import record_rollout
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 from envs.tag_continuous import sim
@@ -128,7 +127,16 @@ def test_the_staged_prefix_count_lists_the_agents_in_the_game_as_the_serial_coun
 
 
 def rollout(game_work, steps, device="cpu", **params):
-    return record_rollout(steps, device=device, game_work=game_work, **params)
+    games = params.pop("num_envs", 3)
+    envs = gym.make_vec("WarpTag-v0", num_envs=games, device=device, game_work=game_work, **params)
+    rng = np.random.default_rng(5)
+    obs, _ = envs.reset(seed=5)
+    seen = [obs.clone()]
+    for _ in range(steps):
+        actions = torch.as_tensor(rng.integers(0, 21, (envs.num_envs, 2)), device=device)
+        obs, rewards, terminated, truncated, _ = envs.step(actions)
+        seen += [obs.clone(), rewards.clone(), terminated.clone(), truncated.clone()]
+    return seen
 
 
 @pytest.mark.parametrize("spatial_index", [True, False], ids=["index", "scan"])

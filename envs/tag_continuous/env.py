@@ -14,7 +14,7 @@ from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
-from gpu_vecenv.backends import default_threads_per_block, round_up_to_warps
+from gpu_vecenv.backends import default_threads_per_block, resident_blocks_per_multiprocessor, round_up_to_warps
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
@@ -43,14 +43,6 @@ K_NEAREST_MAX_REGISTERS = 48
 # games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90):
 # the scan 76, the index 114-116; resident games follow from them (resident_blocks_per_multiprocessor).
 K_NEAREST_UNCAPPED_REGISTERS = {"scan": 76, "index": 116}
-
-
-def resident_blocks_per_multiprocessor(registers: int, threads: int) -> int:
-    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once (sm_90:
-    64 K registers allocated per warp in units of 256, at most 64 warps and 32 blocks)."""
-    warps = -(-threads // 32)
-    register_warps = 65536 // (-(-registers * 32 // 256) * 256)
-    return min(register_warps // warps, 64 // warps, 32)
 
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
