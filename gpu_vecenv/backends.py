@@ -15,7 +15,6 @@ a ``step`` is then one graph replay on the current stream.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from typing import Any
 
@@ -23,6 +22,7 @@ import torch
 from numba import cuda
 from numba.core.errors import NumbaError, NumbaPerformanceWarning
 
+from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
@@ -50,7 +50,7 @@ def resident_blocks_per_multiprocessor(registers: int, threads: int) -> int:
 
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
     if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, numbers.Integral) or not 1 <= requested <= 1024:
+        if not is_integer(requested, 1, 1024):
             raise ValueError(f"threads_per_block must be an integer in [1, 1024], got {requested!r}")
         return int(requested)
     if SIMULATOR:

@@ -72,13 +72,14 @@ from __future__ import annotations
 
 import inspect
 import keyword
-import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+
+from gpu_vecenv.arguments import is_integer
 
 AgentDType = Literal["float32", "int32"]
 Scope = Literal["agent", "game"]
@@ -106,11 +107,6 @@ _DTYPES = ("float32", "float64", "int32", "int64")
 # A staged phase's stage count: log2 of any agent count a game can hold is far below it.
 MAX_STAGES = 64
 _ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
-
-
-def _int_in(value: Any, low: int, high: int) -> bool:
-    """Whether ``value`` is an integer (not a bool) in ``[low, high]``."""
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def _refuse_kernel_name(where: str, what: str, name: str) -> None:
@@ -178,6 +174,12 @@ class Phase:
     entry_block: int | None = None
     slots: int | None = None
     stages: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("entry_block", "slots", "stages"):
+            value = getattr(self, name)
+            if is_integer(value):
+                object.__setattr__(self, name, int(value))  # a numpy integer is taken as the int it holds
 
     @property
     def name(self) -> str:
@@ -297,7 +299,7 @@ class EnvDefinition:
     def __post_init__(self) -> None:
         for name in ("max_registers", "threads_per_block"):
             value = getattr(self, name)
-            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            if is_integer(value):
                 object.__setattr__(self, name, int(value))  # a numpy integer is taken as the int it holds
         self.validate()
 
@@ -317,7 +319,7 @@ class EnvDefinition:
         if self.obs_dim < 1:
             raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
         cap = self.max_registers
-        if cap is not None and not _int_in(cap, 16, 255):
+        if cap is not None and not is_integer(cap, 16, 255):
             raise ValueError(f"{where}: max_registers must be None or an integer in [16, 255], got {cap!r}")
         if cap is not None and self.cuda_kernel is not None:
             raise ValueError(
@@ -325,7 +327,7 @@ class EnvDefinition:
                 " pass max_registers=None with it"
             )
         block = self.threads_per_block
-        if block is not None and not _int_in(block, 1, 1024):
+        if block is not None and not is_integer(block, 1, 1024):
             raise ValueError(f"{where}: threads_per_block must be None or an integer in [1, 1024], got {block!r}")
         space = self.observation_space
         if space is not None and (
@@ -395,12 +397,12 @@ class EnvDefinition:
                     "needs slots, and only a slot phase may have it"
                 )
             if phase.slots is not None:
-                if not _int_in(phase.slots, 1, self.obs_dim):
+                if not is_integer(phase.slots, 1, self.obs_dim):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} needs slots to be an integer in [1, obs_dim={self.obs_dim}], "
                         f"got {phase.slots!r}"
                     )
-            if phase.stages is not None and (phase.per != "agent" or not _int_in(phase.stages, 1, MAX_STAGES)):
+            if phase.stages is not None and (phase.per != "agent" or not is_integer(phase.stages, 1, MAX_STAGES)):
                 raise ValueError(
                     f"{where}: phase {phase.name!r} has per={phase.per!r} and stages={phase.stages!r}; stages must "
                     f"be None or an integer in [1, {MAX_STAGES}], and only an agent phase may have them"
@@ -411,7 +413,7 @@ class EnvDefinition:
                         f"{where}: phase {phase.name!r} has entry_block={phase.entry_block!r}, which only entry "
                         f"phases (per='entry') may have; it has per={phase.per!r}"
                     )
-                if not _int_in(phase.entry_block, 1, self.obs_dim):
+                if not is_integer(phase.entry_block, 1, self.obs_dim):
                     raise ValueError(
                         f"{where}: phase {phase.name!r} needs entry_block to be None or an integer in "
                         f"[1, obs_dim={self.obs_dim}], got {phase.entry_block!r}"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.layout import StateLayout
 
 TILE_GAP = 4
@@ -24,10 +25,7 @@ TILE_GAP_COLOR = (64, 64, 64)
 def game_indices(games: int | Sequence[int], num_games: int, env_name: str) -> list[int]:
     """``games`` (one index or a non-empty sequence of them) checked against ``[0, num_games)``."""
     values = list(games) if isinstance(games, Sequence) else [games]
-    if not values or any(
-        isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer)) or not 0 <= g < num_games
-        for g in values
-    ):
+    if not values or any(not is_integer(g, 0, num_games - 1) for g in values):
         raise ValueError(
             f"{env_name}: render_games must be a game index or a non-empty list of game indices in "
             f"[0, {num_games}), got {games!r}"

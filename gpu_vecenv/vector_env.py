@@ -21,6 +21,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.backends import CpuBackend, CudaBackend
 from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, PENDING_RESET_CALL, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
@@ -132,12 +133,9 @@ class GpuVectorEnv(VectorEnv):
         cuda_graphs: bool = True,
     ) -> None:
         name = definition.name
-        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
+        if not is_integer(num_games, 1):
             raise ValueError(f"{name}: num_envs (the number of games) must be an integer >= 1, got {num_games!r}")
-        if max_episode_steps is not None and (
-            isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer))
-            or max_episode_steps < 1
-        ):  # fmt: skip
+        if max_episode_steps is not None and not is_integer(max_episode_steps, 1):
             raise ValueError(f"{name}: max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"{name}: render_mode must be None or 'rgb_array', got {render_mode!r}")
@@ -322,11 +320,7 @@ class GpuVectorEnv(VectorEnv):
                     f"got {len(values)}"
                 )
             for v in values:
-                if (
-                    isinstance(v, (bool, np.bool_))
-                    or not isinstance(v, (int, np.integer))
-                    or not 0 <= int(v) <= _MAX_SEED
-                ):
+                if not is_integer(v, 0, _MAX_SEED):
                     raise ValueError(f"{name}: every seed must be an int in [0, 2**63), got {v!r}")
             return torch.tensor([int(v) for v in values], dtype=torch.int64)
         raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {type(seed).__name__}")

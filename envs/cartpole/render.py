@@ -20,6 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from envs.cartpole.sim import LENGTH, X_THRESHOLD
+from gpu_vecenv.arguments import is_integer
 
 BACKGROUND_COLOR = (255, 255, 255)
 TRACK_COLOR = (0, 0, 0)
@@ -53,7 +54,7 @@ def draw_games(state: Mapping[str, np.ndarray], *, width: int = WIDTH) -> np.nda
 
     ``width`` (an env's ``render_options`` may set it) is the frame's width in pixels, at least 60.
     """
-    if isinstance(width, (bool, np.bool_)) or not isinstance(width, (int, np.integer)) or width < 60:
+    if not is_integer(width, 60):
         raise ValueError(f"WarpCartPole render: width must be an integer >= 60, got {width!r}")
     height, _ = frame_shape(width)
     scale = pixels_per_metre(width)

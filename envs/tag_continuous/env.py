@@ -14,6 +14,7 @@ from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
+from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.backends import default_threads_per_block, resident_blocks_per_multiprocessor, round_up_to_warps
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
@@ -88,11 +89,6 @@ GAME_WORK = ("serial", "staged")
 DEFAULT_GAME_WORK = {"cuda": "staged", "cpu": "serial"}
 
 
-def _count(value: Any) -> bool:
-    """Whether ``value`` is a positive integer (a bad number of games is refused by the vector env)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= 1
-
-
 def stages_for(num_agents: int) -> int:
     """Stages of a merge sort or tree sum over ``num_agents`` slots: ``ceil(log2(num_agents))``, at least 1."""
     return max(1, (int(num_agents) - 1).bit_length())  # int(): a numpy integer has no bit_length
@@ -137,10 +133,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     auto_registers = isinstance(max_registers, str) and max_registers == "auto"
     if auto_registers:
         max_registers = None if config.use_full_observation else K_NEAREST_MAX_REGISTERS
-    elif max_registers is not None and (
-        isinstance(max_registers, (bool, np.bool_)) or not isinstance(max_registers, (int, np.integer))
-        or not 16 <= max_registers <= 255
-    ):  # fmt: skip
+    elif max_registers is not None and not is_integer(max_registers, 16, 255):
         raise ValueError(
             f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
         )
@@ -153,7 +146,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
-    if auto_registers and max_registers is not None and _count(num_games) and _count(multiprocessors):
+    if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
         registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
         if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, default_threads_per_block(n)):
             max_registers = None

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gpu_vecenv.arguments import is_integer
+
 MARGIN = 8
 ARENA_PIXELS = 256
 
@@ -54,10 +56,6 @@ def world_to_pixel(
     return row.astype(np.int64), column.astype(np.int64)
 
 
-def _is_index(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _disc_offsets(radius: int) -> tuple[np.ndarray, np.ndarray]:
     d = np.arange(-radius, radius + 1)
     dy, dx = np.meshgrid(d, d, indexing="ij")
@@ -88,7 +86,7 @@ def draw_games(
         arena_pixels: pixels across the arena (an env's ``render_options``
             may set it); the frame side is ``arena_pixels + 2 * MARGIN``.
     """
-    if not _is_index(arena_pixels) or arena_pixels < 2:
+    if not is_integer(arena_pixels, 2):
         raise ValueError(f"WarpTag render: arena_pixels must be an integer >= 2, got {arena_pixels!r}")
     games = state["x"].shape[0]
     size = frame_size(arena_pixels)
