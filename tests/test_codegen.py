@@ -248,10 +248,11 @@ def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_def
 
 
 def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped():
-    def cap(num_games, multiprocessors=132, max_registers="auto", **params):
+    def cap(num_games, multiprocessors=132, max_registers="auto", threads_per_block=None, **params):
         config = TagConfig(**{**SMALL_TAG, **params})
-        return tag_definition(config, backend="cuda", max_registers=max_registers, num_games=num_games,
-                              multiprocessors=multiprocessors).max_registers  # fmt: skip
+        definition = tag_definition(config, backend="cuda", max_registers=max_registers, num_games=num_games,
+                                    multiprocessors=multiprocessors, threads_per_block=threads_per_block)  # fmt: skip
+        return definition.max_registers
 
     # sm_90: 76 registers and 128 threads (the scan at 10+100) hold 6 blocks an SM, 116 and 256 (the index at
     # 1000 agents) 2, 48 and 128 10, 48 and 256 5; small blocks stop at 32 an SM.
@@ -268,6 +269,11 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
     assert cap(264, **index) is None
     assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
+    # The block the env launches counts: 76 registers and 512 threads hold 1 block an SM, 64 threads 12.
+    assert cap(6 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(132, threads_per_block=512, **scan) is None
+    assert cap(12 * 132, threads_per_block=64, **scan) is None
+    assert cap(6 * 132, threads_per_block=0, **scan) is None  # the backend refuses the block; the default's choice
     # Asked for, a cap stays; unknown games or SMs (or a bad number, which the vector env refuses) keep it.
     assert cap(100, max_registers=40, **scan) == 40
     assert cap(None, **scan) == K_NEAREST_MAX_REGISTERS

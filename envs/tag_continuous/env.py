@@ -97,7 +97,8 @@ def stages_for(num_agents: int) -> int:
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
                    max_registers: int | str | None = "auto",
                    game_work: str | None = None, num_games: int | None = None,
-                   multiprocessors: int | None = None) -> EnvDefinition:  # fmt: skip
+                   multiprocessors: int | None = None,
+                   threads_per_block: int | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -112,8 +113,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     choice; ``"auto"``: the compiler's choice with the full observation; with
     the K-nearest one ``K_NEAREST_MAX_REGISTERS``, unless ``num_games`` and
     ``multiprocessors`` (the device's SMs) say that every game fits on the
-    card at once uncapped (in blocks of the default size), where the cap would
-    only add spills.
+    card at once uncapped (in blocks of ``threads_per_block`` threads, the
+    block the env will launch; ``None``: the default block), where the cap
+    would only add spills.
     ``game_work``: how the work done once per game runs (the index's sort by
     cell, the count of runners left). ``"serial"``: one thread of the game
     walks every agent. ``"staged"``: the game's agents share it in
@@ -148,7 +150,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     )
     if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
         registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
-        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, default_threads_per_block(n)):
+        # A bad block is refused by the backend; until then it leaves the default's choice.
+        block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
+        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block):
             max_registers = None
     state = [
         StateArray("x", "float32"),
@@ -368,5 +372,6 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         game_work=game_work,
         num_games=num_envs,
         multiprocessors=multiprocessors,
+        threads_per_block=env_kwargs.get("threads_per_block"),
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
