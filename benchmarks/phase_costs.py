@@ -128,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         return GpuVectorEnv(definition, num_games=games, device=str(device), copy=False)
 
     base_small = make(None, args.check_games)
-    base_definition = base_small.definition
+    # The definition of the timed size: WarpTag's register cap depends on the number of games.
+    base_full = make(None, args.games)
+    base_definition = base_full.definition
+    base_full.close()
     names = step_phases(base_definition)
     unknown = sorted(set(args.phases or ()) - set(names))
     if unknown:
