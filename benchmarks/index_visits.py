@@ -69,9 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'':>8} {'env (fixed)':>23}   {'sized for those in the game':>23}")
     for m in args.in_game:
         sized = index_cells_per_side(m, args.k)
+        layouts = [rng.random((m, 2)) for _ in range(args.layouts)]  # both grids search the same agents
         rows = []
         for cells in (fixed, sized):
-            runs = [ring_search_visits(rng.random((m, 2)), cells, args.k, args.searches) for _ in range(args.layouts)]
+            runs = [ring_search_visits(points, cells, args.k, args.searches) for points in layouts]
             rows.append((cells, *np.mean(runs, axis=0)))
         (fc, fv, fp), (sc, sv, sp) = rows
         print(f"{m:>8} {fc:>5} {fv:>6.1f} {fp:>10.1f}   {sc:>5} {sv:>6.1f} {sp:>10.1f}")

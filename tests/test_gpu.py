@@ -75,6 +75,8 @@ def test_the_k_nearest_cap_follows_the_number_of_games_the_card_holds_at_once():
     # The kernel that many games get, on a few games: the same game as the reference's.
     capped = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", max_registers=48, **SMALL_TAG)
     report = compare_with_reference(capped, steps=40, seed=5)
+    for envs in (few, many, capped):
+        envs.close()
     assert report.ok, "\n" + report.table()
 
 
