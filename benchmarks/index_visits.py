@@ -1,4 +1,4 @@
-"""Cells and candidates the spatial index's ring search visits per agent, by agents in the game and cell grid.
+"""Cells, runs and candidates the spatial index's ring search visits per agent, by agents in the game and grid.
 
     python benchmarks/index_visits.py --agents 1000 --in-game 1000 500 220 100
 
@@ -8,21 +8,33 @@ ratios matter). For each count of agents in the game, the search of
 cell until the K-th nearest is nearer than every cell not yet searched) runs
 on two grids: the one the env builds, ``index_cells_per_side(agents, K)``
 cells a side, fixed by the agents a game starts with, and one sized for the
-agents in the game. It counts, per searching agent, the cells visited and the
-candidates whose distance is computed. CPU only; seconds.
+agents in the game. It counts, per searching agent, the cells visited, the
+runs of the index's list read (the search reads a ring's top and bottom rows
+as one run each, their cells being neighbours in the list, and each other ring
+cell as a run of its own: two loads of bounds a run) and the candidates whose
+distance is computed. CPU only; seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import NamedTuple
 
 import numpy as np
 
 from envs.tag_continuous.env import index_cells_per_side
 
 
-def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) -> tuple[float, float]:
-    """Mean cells and candidates visited by the ring search of ``searches`` of ``points`` ``(m, 2)`` in [0, 1)."""
+class Visits(NamedTuple):
+    """Means per search: cells visited, runs of the index's list read, candidates compared."""
+
+    cells: float
+    runs: float
+    candidates: float
+
+
+def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) -> Visits:
+    """What the ring search of ``searches`` of ``points`` ``(m, 2)`` in [0, 1) visits, on average."""
     m = len(points)
     cell_size = 1.0 / cells
     column = np.minimum((points / cell_size).astype(np.int64), cells - 1)
@@ -30,17 +42,19 @@ def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) ->
     for i, (qx, qy) in enumerate(column):
         members.setdefault((int(qx), int(qy)), []).append(i)
     last = cells - 1
-    visited_cells = visited_candidates = 0
+    visited_cells = visited_runs = visited_candidates = 0
     searchers = range(0, m, max(1, m // searches))
     for i in searchers:
         (x, y), (cx, cy) = points[i], column[i]
         nearest: list[float] = []
-        for r in range(cells):
+        for r in range(1, max(cells - 1, 1) + 1):
             for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
-                step = 1 if r == 0 or qy in (cy - r, cy + r) else 2 * r
+                edge = r == 1 or qy in (cy - r, cy + r)
+                step = 1 if edge else 2 * r
                 for qx in range(cx - r, cx + r + 1, step):
                     if 0 <= qx <= last:
                         visited_cells += 1
+                        visited_runs += 1 if not edge or qx == max(cx - r, 0) else 0
                         others = [j for j in members.get((qx, qy), []) if j != i]
                         visited_candidates += len(others)
                         nearest += [float(((points[j] - points[i]) ** 2).sum()) for j in others]
@@ -52,7 +66,8 @@ def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) ->
                         (cy + r + 1) * cell_size - y if cy + r < last else np.inf]  # fmt: skip
                 if nearest[-1] < min(gaps) ** 2:
                     break
-    return visited_cells / len(searchers), visited_candidates / len(searchers)
+    n = len(searchers)
+    return Visits(visited_cells / n, visited_runs / n, visited_candidates / n)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,8 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     fixed = index_cells_per_side(args.agents, args.k)
-    print(f"{'in game':>8} {'grid':>5} {'cells':>6} {'candidates':>10}   {'grid':>5} {'cells':>6} {'candidates':>10}")
-    print(f"{'':>8} {'env (fixed)':>23}   {'sized for those in the game':>23}")
+    columns = f"{'grid':>5} {'cells':>6} {'runs':>5} {'candidates':>10}"
+    print(f"{'in game':>8} {columns}   {columns}")
+    print(f"{'':>8} {'env (fixed)':>29}   {'sized for those in the game':>29}")
     for m in args.in_game:
         sized = index_cells_per_side(m, args.k)
         layouts = [rng.random((m, 2)) for _ in range(args.layouts)]  # both grids search the same agents
@@ -74,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
         for cells in (fixed, sized):
             runs = [ring_search_visits(points, cells, args.k, args.searches) for points in layouts]
             rows.append((cells, *np.mean(runs, axis=0)))
-        (fc, fv, fp), (sc, sv, sp) = rows
-        print(f"{m:>8} {fc:>5} {fv:>6.1f} {fp:>10.1f}   {sc:>5} {sv:>6.1f} {sp:>10.1f}")
+        (fc, fv, fr, fp), (sc, sv, sr, sp) = rows
+        print(f"{m:>8} {fc:>5} {fv:>6.1f} {fr:>5.1f} {fp:>10.1f}   {sc:>5} {sv:>6.1f} {sr:>5.1f} {sp:>10.1f}")
 
 
 if __name__ == "__main__":

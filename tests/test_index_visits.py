@@ -13,16 +13,27 @@ import index_visits  # noqa: E402
 
 def test_a_finer_grid_visits_more_cells_and_fewer_candidates():
     points = np.random.default_rng(0).random((220, 2))
-    fine_cells, fine_candidates = index_visits.ring_search_visits(points, cells=14, k=10, searches=50)
-    coarse_cells, coarse_candidates = index_visits.ring_search_visits(points, cells=6, k=10, searches=50)
-    assert fine_cells > coarse_cells and fine_candidates < coarse_candidates
+    fine = index_visits.ring_search_visits(points, cells=14, k=10, searches=50)
+    coarse = index_visits.ring_search_visits(points, cells=6, k=10, searches=50)
+    assert fine.cells > coarse.cells and fine.candidates < coarse.candidates
     # At least the K nearest were looked at, and never more than every other agent.
-    assert 10 <= fine_candidates <= 219 and 10 <= coarse_candidates <= 219
+    assert 10 <= fine.candidates <= 219 and 10 <= coarse.candidates <= 219
+    # Rows read as runs: fewer runs than cells, and at least the first ring's three rows.
+    assert 3 <= fine.runs < fine.cells
 
 
 def test_one_cell_holds_every_candidate():
     points = np.random.default_rng(1).random((30, 2))
-    assert index_visits.ring_search_visits(points, cells=1, k=5, searches=30) == (1.0, 29.0)
+    assert index_visits.ring_search_visits(points, cells=1, k=5, searches=30) == (1.0, 1.0, 29.0)
+
+
+def test_the_first_ring_is_three_runs_and_each_later_ring_four_per_ring_number():
+    # Two agents in the centre cell of a 9 x 9 grid, K larger than the agents: the list never fills, so every
+    # ring is searched. Ring 1 is 3 rows (3 runs, 9 cells); ring r > 1 has 2 full rows and 2 (2r - 1) end
+    # cells (4r runs, 8r cells).
+    points = np.full((2, 2), 0.5) + np.array([[0.0, 0.0], [0.01, 0.0]])
+    visits = index_visits.ring_search_visits(points, cells=9, k=5, searches=2)
+    assert visits == (9 + 16 + 24 + 32, 3 + 8 + 12 + 16, 1.0)
 
 
 def test_the_table_has_a_row_per_count_in_the_game(capsys):
@@ -30,4 +41,4 @@ def test_the_table_has_a_row_per_count_in_the_game(capsys):
     rows = capsys.readouterr().out.splitlines()[2:]
     assert [int(row.split()[0]) for row in rows] == [200, 60]
     first = rows[0].split()
-    assert first[1] == first[4]  # every agent in the game: the env's grid is the one sized for them
+    assert first[1:5] == first[5:9]  # every agent in the game: the env's grid is the one sized for them

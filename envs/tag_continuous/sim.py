@@ -504,7 +504,10 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
 
     Thread ``a`` works for the agent the index lists at place ``a``, so a
     warp's agents are neighbours that search the same cells, and agents out
-    of the game take no thread. The rings grow until the list holds K agents
+    of the game take no thread. The first ring is the 3 x 3 cells around the
+    agent's; a ring is read by rows, a row's ring cells in one run of the
+    list where they are neighbours (the first ring's rows, a ring's top and
+    bottom rows), else one run a cell. The rings grow until the list holds K agents
     all nearer than anything outside the rings searched (their distance to
     the rings' border, less ``index_margin`` for the rounding of cell
     assignment). Candidates are places of the list, read from the positions
@@ -523,15 +526,27 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
         cy = cell_column(ya, index_cells, inv_cell_size)
         last = index_cells - 1
         rings = max(max(cx, last - cx), max(cy, last - cy))
-        for r in range(rings + 1):
+        # The first ring searched is the 3 x 3 cells around the agent's (one cell rarely holds K agents).
+        for r in range(1, max(rings, 1) + 1):
             for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
-                # Rows at the ring's top and bottom are all ring cells; other rows only their two ends.
-                step = 1 if (r == 0 or qy == cy - r or qy == cy + r) else 2 * r
-                for qx in range(cx - r, cx + r + 1, step):
-                    if qx < 0 or qx > last:
-                        continue
-                    q = qy * index_cells + qx
-                    for p in range(cell_start[g, q], cell_start[g, q + 1]):
+                row = qy * index_cells
+                # A row of ring cells is one run of the index's list (cells of a row are neighbours in it):
+                # the ring's top and bottom rows, and every row of the first ring; other rows hold two ring
+                # cells, one at each end.
+                edge = r == 1 or qy == cy - r or qy == cy + r
+                for end in range(2):
+                    if edge:
+                        if end == 1:
+                            break
+                        first = row + max(cx - r, 0)
+                        past = row + min(cx + r, last) + 1
+                    else:
+                        qx = cx - r if end == 0 else cx + r
+                        if qx < 0 or qx > last:
+                            continue
+                        first = row + qx
+                        past = first + 1
+                    for p in range(cell_start[g, first], cell_start[g, past]):
                         if p == a:
                             continue
                         dx = row_x[g, p] - xa
