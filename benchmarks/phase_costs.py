@@ -128,19 +128,21 @@ def main(argv: list[str] | None = None) -> int:
         return GpuVectorEnv(definition, num_games=games, device=str(device), copy=False)
 
     base_small = make(None, args.check_games)
-    # The definition of the timed size: WarpTag's register cap depends on the number of games.
+    # The definition of the timed size (WarpTag's register cap depends on the number of games); this env is
+    # the plain one timed below.
     base_full = make(None, args.games)
     base_definition = base_full.definition
-    base_full.close()
     names = step_phases(base_definition)
     unknown = sorted(set(args.phases or ()) - set(names))
     if unknown:
+        base_full.close()
         parser.error(f"--phases: {unknown} are not phases of this step; its phases are {names}")
     wanted = [n for n in names if not args.phases or n in args.phases]
     check_steps = args.check_steps or int(base_definition.constants.get("episode_length", 25)) + 5
     reference, ends = outputs_of_rollout(base_small, check_steps, seed=1)
     base_small.close()
     if ends == 0:
+        base_full.close()
         parser.error(f"no game ended in the {check_steps} steps of the repeat check: give more --check-steps")
 
     rows: list[dict[str, Any]] = [{"phase": "(none repeated)", "repeatable": True}]
@@ -152,10 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {'the same game when run twice' if repeatable else 'changes the game when run twice'}")
 
     timed = [r for r in rows if r["repeatable"]]
-    envs = {
-        r["phase"]: make(None if r["phase"] == "(none repeated)" else repeated(base_definition, r["phase"]), args.games)
-        for r in timed
-    }
+    envs = {r["phase"]: base_full if r["phase"] == "(none repeated)" else make(repeated(base_definition, r["phase"]),
+                                                                                args.games)
+            for r in timed}  # fmt: skip
     samples: dict[str, list[float]] = {r["phase"]: [] for r in timed}
     for _ in range(args.rounds):
         for r in timed:
