@@ -50,6 +50,10 @@ GAMES = {
                                      tagging_distance=0.3, grid_length=5.0),
     "runners stay after tags": dict(num_taggers=4, num_runners=36, num_other_agents_observed=3,
                                     runner_exits_game_after_tagged=False, tagging_distance=0.1),
+    # 7 x 7 cells and wide tags: most runners leave the game within a few steps, and the searches of the
+    # agents left go out many rings, through rows read as one run and rows read end cell by end cell.
+    "a game emptied by tags": dict(num_taggers=40, num_runners=260, num_other_agents_observed=10,
+                                   tagging_distance=0.2, episode_length=60),
     # 10 cells of 1.0 per side and a tag radius of 2.5: taggers are looked for three rings of cells out.
     "tag radius over three cells": dict(num_taggers=20, num_runners=180, num_other_agents_observed=3,
                                         grid_length=10.0, tagging_distance=0.25,
