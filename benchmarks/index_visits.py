@@ -9,9 +9,10 @@ cell until the K-th nearest is nearer than every cell not yet searched) runs
 on two grids: the one the env builds, ``index_cells_per_side(agents, K)``
 cells a side, fixed by the agents a game starts with, and one sized for the
 agents in the game. It counts, per searching agent, the cells visited, the
-runs of the index's list read (the search reads a ring's top and bottom rows
-as one run each, their cells being neighbours in the list, and each other ring
-cell as a run of its own: two loads of bounds a run) and the candidates whose
+runs of the index's list read (the search starts at the 3 x 3 ring, and reads
+all three rows of it, and each later ring's top and bottom rows, as one run
+each, their cells being neighbours in the list, and each other ring cell as a
+run of its own: two loads of bounds a run) and the candidates whose
 distance is computed. CPU only; seconds.
 """
 
