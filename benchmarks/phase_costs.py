@@ -128,22 +128,20 @@ def main(argv: list[str] | None = None) -> int:
         return GpuVectorEnv(definition, num_games=games, device=str(device), copy=False)
 
     base_small = make(None, args.check_games)
-    # The definition of the timed size (WarpTag's register cap depends on the number of games); this env is
-    # the plain one timed below.
-    base_full = make(None, args.games)
-    base_definition = base_full.definition
-    names = step_phases(base_definition)
+    names = step_phases(base_small.definition)
     unknown = sorted(set(args.phases or ()) - set(names))
     if unknown:
-        base_full.close()
         parser.error(f"--phases: {unknown} are not phases of this step; its phases are {names}")
     wanted = [n for n in names if not args.phases or n in args.phases]
-    check_steps = args.check_steps or int(base_definition.constants.get("episode_length", 25)) + 5
+    check_steps = args.check_steps or int(base_small.definition.constants.get("episode_length", 25)) + 5
     reference, ends = outputs_of_rollout(base_small, check_steps, seed=1)
     base_small.close()
     if ends == 0:
-        base_full.close()
         parser.error(f"no game ended in the {check_steps} steps of the repeat check: give more --check-steps")
+    # The variants take the definition of the timed size (WarpTag's register cap depends on the number of
+    # games); this env is the plain one timed below.
+    base_full = make(None, args.games)
+    base_definition = base_full.definition
 
     rows: list[dict[str, Any]] = [{"phase": "(none repeated)", "repeatable": True}]
     for name in wanted:
