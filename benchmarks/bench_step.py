@@ -50,6 +50,10 @@ Presets (``--preset``, several allowed):
   and through WarpTag-v0's spatial index (``spatial_index=False`` / ``True``), with
   WarpDrive beside them up to 1000 agents under ``--peers``.
   ``--scale-total-agents`` sets the total (both presets) for a smaller machine.
+- ``outputs``: ``copy=True`` at growing output sizes (5+100 full observation, 63 to
+  2000 games; 10+100 K=10, 2000 and 8000 games): run with ``--direct-write-bytes 0``
+  and with a larger value than any to see from which size the kernel writing the
+  fresh outputs itself beats copying them.
 - ``cpu``: the CPU backend against ``SyncVectorEnv`` over the numpy reference
   (``benchmarks/sync_reference.py``), same games and seeds; run whenever ``--backend cpu``
   (``--no-baseline`` skips it). On the CPU each row takes three timed windows (the
@@ -154,6 +158,7 @@ class Case:
     spatial_index: bool | None = None  # WarpTag-v0's choice (SPATIAL_INDEX_MIN_AGENTS) unless set
     max_registers: int | str | None = "auto"  # WarpTag-v0's register cap ("auto": its default; None: the compiler's)
     game_work: str | None = None  # WarpTag-v0's per-game work, "serial" or "staged" (None: its default)
+    direct_write_bytes: int | None = None  # the env's option (None: the device's default)
 
     @property
     def agents(self) -> int:
@@ -218,6 +223,16 @@ def index_preset(total_agents: int = SCALE_TOTAL_AGENTS, agents: tuple[int, ...]
             for case in scale_preset(total_agents, agents) for indexed in (False, True)]  # fmt: skip
 
 
+def outputs_preset() -> list[Case]:
+    """``copy=True`` over output sizes (all games' outputs, 19 MB to 613 MB a step): with
+    ``--direct-write-bytes 0`` and then a larger value than any, where the kernel writing the fresh outputs
+    itself starts to pay over copying them (``gpu_vecenv.outputs.DIRECT_WRITE_BYTES``)."""
+    cases = [Case(f"5+100 full, {games} games", games, 5, 100, full_obs=True, group="outputs")
+             for games in (63, 125, 250, 500, 1000, 2000)]  # fmt: skip
+    cases += [Case(f"10+100 K=10, {games} games", games, 10, 100, group="outputs") for games in (2000, 8000)]
+    return cases
+
+
 def cpu_preset() -> list[Case]:
     ref = ("sync_reference",)
     x100 = (Target("x_sync_reference", 100),)
@@ -235,8 +250,8 @@ def quick_preset() -> list[Case]:
     ]
 
 
-PRESETS = {"targets": targets_preset, "scale": scale_preset, "index": index_preset, "cpu": cpu_preset,
-           "quick": quick_preset}  # fmt: skip
+PRESETS = {"targets": targets_preset, "scale": scale_preset, "index": index_preset, "outputs": outputs_preset,
+           "cpu": cpu_preset, "quick": quick_preset}  # fmt: skip
 SIZED_PRESETS = ("scale", "index")  # take the total number of agents a step and the agents per game
 
 
@@ -272,7 +287,8 @@ def _nbytes(t: torch.Tensor) -> int:
 def step_bytes(env: Any) -> dict[str, int]:
     """Bytes one step moves, from the env's buffers: state read + written, actions read, outputs written.
 
-    ``copy``: what ``copy=True`` moves on top (the output arena read and written once more).
+    ``copy``: what ``copy=True`` moves on top (the output arena read and written once more), unless the
+    kernel writes the fresh outputs itself (``direct_write``).
     """
     state = sum(_nbytes(t) for t in env._buffers.values())
     params = sum(_nbytes(t) for t in env._params)
@@ -280,8 +296,9 @@ def step_bytes(env: Any) -> dict[str, int]:
     arena = env._arena
     outputs = arena.nbytes() if callable(arena.nbytes) else int(arena.nbytes)
     obs = _nbytes(arena.kernel.obs)
+    copied = env.copy and not env.direct_write
     return {"state": state, "params": params, "actions": actions, "outputs": outputs, "obs": obs,
-            "kernel": 2 * state + params + actions + outputs, "copy": 2 * outputs if env.copy else 0}  # fmt: skip
+            "kernel": 2 * state + params + actions + outputs, "copy": 2 * outputs if copied else 0}  # fmt: skip
 
 
 def git_state(root: Path) -> dict[str, Any]:
@@ -327,7 +344,7 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
                         spatial_index=case.spatial_index, max_registers=case.max_registers, game_work=case.game_work,
-                        **asdict(case.tag_config()))  # fmt: skip
+                        direct_write_bytes=case.direct_write_bytes, **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
     del obs
@@ -388,6 +405,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
         "obs_dim": int(env.single_observation_space.shape[0]),
         "threads_per_block": getattr(env._backend, "block", None),
         "cuda_graphs": getattr(env._backend, "cuda_graphs", None),
+        "direct_write": env.direct_write,
         "mem_per_game": (mem_after - mem_before) / case.games if device.type == "cuda" else None,
         "buffer_bytes_per_game": (moved["state"] + moved["actions"] + moved["outputs"]) / case.games,
     }
@@ -402,7 +420,8 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
 def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
             "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
-            "max_registers": case.max_registers, "game_work": case.game_work}  # fmt: skip
+            "max_registers": case.max_registers, "game_work": case.game_work,
+            "direct_write_bytes": case.direct_write_bytes}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
@@ -570,6 +589,12 @@ def _regs(row: dict[str, Any]) -> str:
     return "-" if cap is None else str(cap)
 
 
+def _copy(row: dict[str, Any]) -> str:
+    """A row's ``copy``, and whether its kernel wrote the fresh outputs itself (rows from before it was kept
+    say nothing of it)."""
+    return f"{row['copy']}{' (direct write)' if row.get('direct_write') else ''}"
+
+
 def _table(header: list[str], lines: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in lines)) if lines else len(h) for i, h in enumerate(header)]
     out = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
@@ -585,7 +610,7 @@ def text_tables(rows: list[dict[str, Any]], scale_total_agents: int) -> str:
                   "host us", "kernel us", "MB/step", "%bw", "obs %bw", "KB/game", "setup s", "WD ms", "xWD", "xWD spec",
                   "VMAS ms", "xVMAS", "Sync ms", "xSync", "targets"]  # fmt: skip
         lines = [[r["name"], str(r["games"]), f"{r['taggers']}+{r['runners']}", r["obs"], _regs(r),
-                  r.get("game_work", "-"), str(r["copy"])[0],
+                  r.get("game_work", "-"), "D" if r.get("direct_write") else str(r["copy"])[0],
                   _fmt(r["ms_per_step"]), _fmt(r["game_steps_per_s"]), _fmt(r["agent_steps_per_s"]),
                   _fmt(r["host_us"], ".1f"), _fmt(r["kernel_us"], ".1f"), _fmt(r["bytes"]["kernel"] / 1e6, ".1f"),
                   _fmt(100 * r["bw_fraction"], ".0f"), _fmt(100 * r["obs_bw_fraction"], ".0f"),
@@ -626,7 +651,7 @@ def markdown_summary(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for r in rows:
         if r["group"] == "scale":
             continue
-        cells = [f"{r['taggers']}+{r['runners']} {r['obs']}", str(r["games"]), str(r["copy"]),
+        cells = [f"{r['taggers']}+{r['runners']} {r['obs']}", str(r["games"]), _copy(r),
                  f"{r['ms_per_step']:.3g}", f"{r['game_steps_per_s'] / 1e6:.3g} M", f"{r['host_us']:.0f}",
                  _fmt(r["kernel_us"], ".1f"), _regs(r), r.get("game_work", "-"), _peer_ms(r, "warpdrive"),
                  _fmt(r.get("x_warpdrive"), ".1f"), _peer_ms(r, "vmas"), _fmt(r.get("x_vmas"), ".0f"),
@@ -755,6 +780,13 @@ def main() -> None:
         choices=("serial", "staged"),
         help="run WarpTag-v0's per-game work (index sort, runner count) so in every case (default: its default)",
     )
+    parser.add_argument(
+        "--direct-write-bytes",
+        type=int,
+        metavar="N",
+        help="the env's direct_write_bytes in every case: copy=True outputs of N bytes or more are written by the"
+        " kernel into the fresh tensors (0: always); default: the device's default",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -785,6 +817,10 @@ def main() -> None:
         cases = [replace(case, max_registers=args.max_registers) for case in cases]
     if args.game_work:
         cases = [replace(case, game_work=args.game_work) for case in cases]
+    if args.direct_write_bytes is not None:
+        if args.direct_write_bytes < 0:
+            parser.error(f"--direct-write-bytes must be >= 0, got {args.direct_write_bytes}")
+        cases = [replace(case, direct_write_bytes=args.direct_write_bytes) for case in cases]
     if args.cases:
         cases = [case for case in cases if any(text in case.name for text in args.cases)]
         if not cases:

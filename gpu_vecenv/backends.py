@@ -11,11 +11,18 @@ the env's action buffer, the output arena) and only ``op`` varies, the CUDA
 backend captures one CUDA graph per ``op`` right after the first, eager,
 launch (inside the first ``reset``, since capturing synchronizes the device);
 a ``step`` is then one graph replay on the current stream.
+
+``launch_into`` runs one launch with other output buffers than those fixed at
+construction (the env's fresh outputs for a large ``copy=True`` step): an
+eager launch, whose new arguments cost host time instead of a device copy.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -63,11 +70,11 @@ def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
 def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...], actions: torch.Tensor,
                     out: KernelOutputs) -> tuple[torch.Tensor, ...]:  # fmt: skip
     """The kernel's array arguments, in its signature's order (``op`` follows)."""
-    return (
-        tuple(buffers[name] for name in BUFFERS)
-        + tuple(params)
-        + (actions, out.obs, out.rewards, out.flags, out.final_obs)
-    )
+    return tuple(buffers[name] for name in BUFFERS) + tuple(params) + (actions,) + out.arrays()
+
+
+# The number of output arrays at the end of the kernel's arguments (before op).
+_OUTPUT_ARRAYS = 4
 
 
 class CpuBackend:
@@ -87,13 +94,83 @@ class CpuBackend:
         self._args = tuple(t.numpy() for t in _kernel_tensors(buffers, params, actions, out))
 
     def launch(self, op: int) -> None:
+        self._call(self._args, op)
+
+    def launch_into(self, op: int, out: KernelOutputs) -> None:
+        """Run ``op`` with its outputs written to ``out`` instead of the env's arena."""
+        self._call(self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in out.arrays()), op)
+
+    def _call(self, args: tuple[Any, ...], op: int) -> None:
         try:
-            self._run(*self._args, op)
+            self._run(*args, op)
         except NumbaError as exc:  # raised by the first call, which compiles
             raise KernelCompileError(self._definition, "cpu", exc) from exc
 
     def capture(self, ops: tuple[int, ...]) -> None:
         """Nothing to capture on the CPU."""
+
+
+@dataclass(frozen=True)
+class _OutputLaunch:
+    """Launches of one compiled CUDA kernel that change only the outputs' memory and ``op``.
+
+    numba-cuda turns each array argument of a launch into launch parameters in
+    Python (a Numba view of the tensor, then its size, item size, data
+    pointer, shape and strides): with a new set of output tensors every launch
+    that cost 400-700 µs of host time a step on an H100 host. Here the
+    parameters are made once, from an eager launch's own arguments, and a
+    launch replaces the four outputs' data pointers and ``op``; a fresh set
+    of outputs has the arena's shapes and strides. This uses numba-cuda's
+    launch internals of the version ``pyproject.toml`` pins;
+    :meth:`prepare` returns ``None`` where they are not as expected, and the
+    backend then launches through Numba.
+    """
+
+    core_launch: Any  # cuda.core's launch function
+    function: Any  # the compiled kernel, as cuda.core launches it
+    params: tuple[Any, ...]  # every launch parameter of the launch this was made from
+    pointer_slots: tuple[int, ...]  # where in params the outputs' data pointers are, in KernelOutputs order
+    op_slot: int
+    config: Any  # cuda.core's LaunchConfig
+
+    @classmethod
+    def prepare(cls, dispatcher: Any, launcher: Any, args: tuple[Any, ...], op: int) -> _OutputLaunch | None:
+        """From a launch of ``dispatcher`` configured as ``launcher`` with ``(*args, op)`` that has run once
+        (so that it is compiled); ``None`` if numba-cuda's internals differ from what this relies on."""
+        try:
+            from cuda.core import LaunchConfig, launch
+
+            numba_types: Any = importlib.import_module("numba.cuda.types")
+            compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in (*args, op))]
+            if compiled.debug or compiled.extensions:
+                return None
+            params: list[Any] = []
+            slots = []
+            for i, (kind, value) in enumerate(zip(compiled.argument_types, (*args, op), strict=True)):
+                start = len(params)
+                compiled._prepare_args(kind, value, launcher.stream, [], params)
+                if len(args) - _OUTPUT_ARRAYS <= i < len(args):
+                    # An array's parameters: meminfo, parent, size, itemsize, then the data pointer.
+                    pointer = value.__cuda_array_interface__["data"][0]
+                    if not isinstance(kind, numba_types.Array) or params[start + 4] != pointer:
+                        return None
+                    slots.append(start + 4)
+            if not isinstance(compiled.argument_types[-1], numba_types.Integer) or len(params) != start + 1:
+                return None
+            config = LaunchConfig(grid=launcher.griddim, block=launcher.blockdim, shmem_size=launcher.sharedmem,
+                                  is_cooperative=compiled.cooperative)  # fmt: skip
+            function = compiled._codelibrary.get_cufunc().kernel
+            return cls(launch, function, tuple(params), tuple(slots), start, config)
+        except (AttributeError, KeyError, TypeError, ValueError, ImportError):
+            return None
+
+    def launch(self, stream: Any, out: KernelOutputs, op: int) -> None:
+        """``op`` with its outputs written to ``out``, on ``stream`` (a launcher's, as Numba keeps it)."""
+        params = list(self.params)
+        for slot, tensor in zip(self.pointer_slots, out.arrays(), strict=True):
+            params[slot] = tensor.data_ptr()
+        params[self.op_slot] = ctypes.c_int64(op)
+        self.core_launch(stream, self.config, self.function, *params)
 
 
 class CudaBackend:
@@ -126,6 +203,8 @@ class CudaBackend:
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        # launch_into's fast path, made after its first launch (None: not made yet, False: not available).
+        self._output_launch: _OutputLaunch | bool | None = None
 
     def _configured(self) -> Any:
         if SIMULATOR:
@@ -139,21 +218,18 @@ class CudaBackend:
             self._stream_handle = handle
         return self._launcher
 
-    def _launch_eager(self, op: int) -> None:
+    def _launch_eager(self, op: int, args: tuple[Any, ...] | None = None) -> None:
         try:
             with warnings.catch_warnings():
                 # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
                 warnings.simplefilter("ignore", NumbaPerformanceWarning)
-                self._launch_on_device(op)
+                if SIMULATOR or self._gpu_index == 0:
+                    self._configured()(*(args or self._args), op)
+                else:
+                    with cuda.gpus[self._gpu_index]:
+                        self._configured()(*(args or self._args), op)
         except NumbaError as exc:  # raised by the first launch, which compiles
             raise KernelCompileError(self._definition, "cuda", exc) from exc
-
-    def _launch_on_device(self, op: int) -> None:
-        if SIMULATOR or self._gpu_index == 0:
-            self._configured()(*self._args, op)
-        else:
-            with cuda.gpus[self._gpu_index]:
-                self._configured()(*self._args, op)
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
@@ -162,6 +238,27 @@ class CudaBackend:
             graph.replay()
         else:
             self._launch_eager(op)
+
+    def launch_into(self, op: int, out: KernelOutputs) -> None:
+        """Run ``op`` eagerly on the current stream with its outputs written to ``out`` instead of the env's
+        arena; no graph is replayed."""
+        if SIMULATOR:
+            self._launch_eager(op, self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in out.arrays()))
+            return
+        if isinstance(self._output_launch, _OutputLaunch):
+            if self._gpu_index == 0:
+                self._output_launch.launch(self._configured().stream, out, op)
+            else:
+                with cuda.gpus[self._gpu_index]:
+                    self._output_launch.launch(self._configured().stream, out, op)
+            return
+        with cuda.gpus[self._gpu_index]:
+            args = self._args[:-_OUTPUT_ARRAYS] + tuple(cuda.as_cuda_array(t) for t in out.arrays())
+        self._launch_eager(op, args)  # compiles on the first launch
+        if self._output_launch is None:
+            with cuda.gpus[self._gpu_index]:
+                prepared = _OutputLaunch.prepare(self._kernel, self._configured(), args, op)
+            self._output_launch = prepared or False
 
     def capture(self, ops: tuple[int, ...]) -> None:
         """Capture a CUDA graph of each of ``ops`` (once); needs the kernel compiled, i.e. one launch done.

@@ -6,7 +6,9 @@
 Both start from the same initial states and take the same random actions over
 several episodes, resets included; then the CPU backend is run with each
 agent, entry and slot phase's agents (and each agent's slots) in reverse
-order, which must not change anything. The table gives, per output (obs, rewards,
+order, which must not change anything, and with its outputs filled with
+zeros, then with ones in every bit, before every launch, which must not
+change anything either (every launch writes every output). The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -93,6 +95,62 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
     return [definition.all_phases[i].name for i in ordered_phases if differs(1 << i)]
 
 
+def _poisoned_run(definition: EnvDefinition, fill: int, mode: str, num_games: int, steps: int,
+                  seed: int) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
+    """Every output a reset or step call returns, by name, with the env's output buffer set to bytes ``fill``
+    before each launch (``copy=False``: the calls return views of that buffer)."""
+    episode = max(2, steps // 3)  # truncations: each mode's end-of-game and autoreset paths run too
+    env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=False,
+                       autoreset_mode=mode, max_episode_steps=episode)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    nvec = np.asarray(definition.action_nvec)
+    seen: list[tuple[str, torch.Tensor]] = []
+
+    def keep(names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        seen.extend((name, value.clone()) for name, value in zip(names, values, strict=True))
+
+    env._arena.buffer.fill_(fill)
+    obs, infos = env.reset(seed=seed)
+    keep(("obs", "active"), (obs, infos["active"]))
+    for t in range(steps):
+        if t == steps // 2:
+            # Games outside a reset's mask go through the reset launch without being reset.
+            env._arena.buffer.fill_(fill)
+            obs, infos = env.reset(options={"reset_mask": np.arange(num_games) % 2 == 0})
+            keep(("obs", "active"), (obs, infos["active"]))
+        actions = rng.integers(0, nvec, size=(num_games, definition.num_agents, len(nvec)))
+        env._arena.buffer.fill_(fill)
+        obs, rewards, term, trunc, infos = env.step(actions[..., 0] if definition.discrete_actions else actions)
+        keep(("obs", "rewards", "terminated", "truncated", "active"), (obs, rewards, term, trunc, infos["active"]))
+        if "final_obs" in infos:
+            keep(("final_obs", "final_info active"), (infos["final_obs"], infos["final_info"]["active"]))
+    env.close()
+    return seen
+
+
+def check_outputs_written(definition: EnvDefinition, num_games: int = 4, steps: int = 30, seed: int = 0) -> list[str]:
+    """Names of the outputs (``obs``, ``rewards``, ...) that some reset or step leaves partly unwritten.
+
+    Every launch must write every entry of what it returns, whatever the
+    buffer held before: with ``copy=True``, large outputs are written straight
+    into fresh, uninitialized memory (:class:`~gpu_vecenv.vector_env.GpuVectorEnv`'s
+    ``direct_write_bytes``). This runs the CPU backend in each autoreset mode,
+    with truncations and a masked reset, twice: the output buffer filled with
+    zero bytes, then with ``0xFF`` bytes (a float32 NaN, a bool of 255)
+    before every launch. Any returned entry that differs between the two
+    runs was not written.
+    """
+    unwritten: list[str] = []
+    for mode in ("NextStep", "SameStep", "Disabled"):
+        zeros = _poisoned_run(definition, 0x00, mode, num_games, steps, seed)
+        ones = _poisoned_run(definition, 0xFF, mode, num_games, steps, seed)
+        for (name, a), (_, b) in zip(zeros, ones, strict=True):
+            # Compared as bytes: a written NaN equals itself, and a bool byte of 255 is not True.
+            if name not in unwritten and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
+                unwritten.append(name)
+    return unwritten
+
+
 def parse_param(text: str) -> tuple[str, Any]:
     """``NAME=VALUE`` of a ``--param`` option: ``true``/``false``, a Python literal, else the text."""
     if "=" not in text:
@@ -105,6 +163,12 @@ def parse_param(text: str) -> tuple[str, Any]:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError):
         return name, value
+
+
+def _verdict(check_name: str, passed: str, failure: Any) -> bool:
+    """Print one check's outcome: ``failure`` (a message; anything false when the check passed) or ``passed``."""
+    print(f"{check_name}: {failure}" if failure else f"{check_name}: {passed}: OK")
+    return not failure
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-order-check", action="store_true", help="skip the check that agent phases do not depend on agent order"
     )
+    parser.add_argument(
+        "--no-outputs-check", action="store_true", help="skip the check that every launch writes every output"
+    )
     args = parser.parse_args(argv)
     try:
         report = check(args.env_id, device=args.device, steps=args.steps, num_envs=args.num_envs, seed=args.seed,
@@ -131,23 +198,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.env_id}: {args.num_envs} games, device={args.device or 'auto'}, mode={args.autoreset_mode}")
     print(report.table())
     ok = report.ok
-    if not args.no_order_check:
-        envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
-        env = envs.unwrapped
-        assert isinstance(env, GpuVectorEnv)
-        culprits = check_agent_order(env.definition, num_games=min(args.num_envs, 4))
-        envs.close()
-        if culprits:
-            ok = False
-            print(
-                f"agent order: env {args.env_id!r}, phase(s) {culprits} give different results when agents run in "
-                "another order: "
-                "such a phase writes another agent's state slot, or reads one another agent writes in the same "
-                "phase, or (a slot phase) writes the observation entries of another of its slots. Write only state "
-                "slot [..., g, a] and your own entries; move reads of others' new values into a later phase."
-            )
-        else:
-            print("agent order: results do not depend on the order agents run in: OK")
+    envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
+    env = envs.unwrapped
+    assert isinstance(env, GpuVectorEnv)
+    definition = env.definition
+    envs.close()
+    if definition.cuda_kernel is not None and not (args.no_order_check and args.no_outputs_check):
+        # Both checks run the CPU kernel, which an env with a hand-written CUDA kernel does not have.
+        print("agent order and outputs: not checked (a hand-written CUDA kernel has no CPU kernel to run)")
+    elif not args.no_order_check:
+        culprits = check_agent_order(definition, num_games=min(args.num_envs, 4))
+        ok &= _verdict(
+            "agent order",
+            "results do not depend on the order agents run in",
+            culprits
+            and f"env {args.env_id!r}, phase(s) {culprits} give different results when agents run in another "
+            "order: such a phase writes another agent's state slot, or reads one another agent writes in the same "
+            "phase, or (a slot phase) writes the observation entries of another of its slots. Write only state "
+            "slot [..., g, a] and your own entries; move reads of others' new values into a later phase.",
+        )
+    if definition.cuda_kernel is None and not args.no_outputs_check:
+        unwritten = check_outputs_written(definition, num_games=min(args.num_envs, 4))
+        ok &= _verdict(
+            "outputs",
+            "every reset and step writes every entry it returns",
+            unwritten
+            and f"env {args.env_id!r} leaves entries of {unwritten} as the buffer held them at some reset or step: "
+            "every launch must write every entry it returns (an observe phase writes every obs[g, a, i] of every "
+            "agent, in or out of the game), since with copy=True large outputs are written straight into fresh, "
+            "uninitialized memory.",
+        )
     return 0 if ok else 1
 
 

@@ -43,6 +43,10 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
 
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
+The observe phases write every entry ``obs[g, a, i]`` of every agent at every
+reset and step: what ``obs`` held before is undefined (large ``copy=True``
+outputs are written into fresh, uninitialized memory;
+:func:`gpu_vecenv.check.check_outputs_written` checks an env for it).
 
 Names the framework provides to every phase:
 

@@ -11,6 +11,11 @@ costs one device copy of the whole buffer into a never-reused slot, and no
 tensor operation besides: the slots and their views are made ahead, several
 at a time (one allocation and one ``unbind`` per output for all of them), since
 each torch view operation costs microseconds of host time per step.
+
+Where the outputs are large, the copy costs more device time than a launch
+with new arguments costs host time, and the kernel writes the fresh slot
+itself (:meth:`OutputArena.fresh_for_kernel`). That relies on every launch
+writing every output entry, which ``python -m gpu_vecenv.check`` checks.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ class KernelOutputs:
     rewards: torch.Tensor
     flags: torch.Tensor
     final_obs: torch.Tensor
+
+    def arrays(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(obs, rewards, flags, final_obs)``: the kernel's last four array arguments, in its order."""
+        return self.obs, self.rewards, self.flags, self.final_obs
 
 
 class SlotOutputs(NamedTuple):
@@ -59,6 +68,13 @@ class SlotOutputs(NamedTuple):
 # as fresh pages every time and the copies into them fault (`arena_views.py --device cpu`), so the CPU
 # keeps 8 MB.
 _BATCH_SLOTS = 64
+# With copy=True, the kernel writes the fresh outputs itself from this many bytes a launch on, by device type
+# (the env's direct_write_bytes option). On an H100 (benchmarks/results/h100_2026-12-06c/outputs/) a direct
+# launch cost 140-215 us of host time a step against 70-130 for a graph replay and a copy: slower at 65 MB
+# (0.187 against 0.175 ms a step) and 77 MB, faster at 154 MB (0.172 against 0.219) and 613 MB (0.348
+# against 0.759). On the CPU (2 cores) no difference at 4 and 16 MB, faster at 19 MB and up (fresh pages
+# fault either way, and the direct write saves reading the env's buffer).
+DIRECT_WRITE_BYTES = {"cuda": 128 << 20, "cpu": 16 << 20}
 _BATCH_BYTES_GPU = 64 << 20
 _BATCH_BYTES_CPU = 8 << 20
 
@@ -84,16 +100,10 @@ class OutputArena:
         # Rounded up to whole float32 words, so that a byte row can be viewed as float32 as a whole.
         self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
-        floats = self.buffer[: self._float_bytes].view(torch.float32)
-        flags = self.buffer[self._float_bytes : self._float_bytes + flag_bytes].view(5, num_games, num_agents)
-        parts = torch.split(floats, self._split)
-        placeholder = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
-        self.kernel = KernelOutputs(
-            obs=parts[0].view(num_games, num_agents, obs_dim),
-            rewards=parts[1].view(num_games, num_agents),
-            flags=flags,
-            final_obs=parts[2].view(num_games, num_agents, obs_dim) if final_obs else placeholder,
-        )
+        self._games, self._agents = num_games, num_agents
+        # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
+        self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
+        self.kernel = self._kernel_views(self.buffer)
         self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
@@ -101,6 +111,19 @@ class OutputArena:
         self._fresh_rows: tuple[torch.Tensor, ...] = ()
         self._fresh: list[SlotOutputs] = []
         self._next = 0
+
+    def _kernel_views(self, row: torch.Tensor) -> KernelOutputs:
+        """The kernel's views of ``row`` (``(nbytes,)`` uint8): per-game shapes."""
+        g, a, d = self._games, self._agents, self.obs_dim
+        flag_bytes = 5 * self.num_envs
+        floats = row[: self._float_bytes].view(torch.float32)
+        parts = torch.split(floats, self._split)
+        return KernelOutputs(
+            obs=parts[0].view(g, a, d),
+            rewards=parts[1].view(g, a),
+            flags=row[self._float_bytes : self._float_bytes + flag_bytes].view(5, g, a),
+            final_obs=parts[2].view(g, a, d) if len(parts) == 3 else self._no_final_obs,
+        )
 
     def _slot_views(self, rows: torch.Tensor) -> list[SlotOutputs]:
         """The outputs of every row of ``rows`` (``(count, nbytes)`` uint8), made with one ``unbind`` each."""
@@ -124,16 +147,26 @@ class OutputArena:
             for i in range(count)
         ]
 
-    def results(self, copy: bool) -> SlotOutputs:
-        """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
-        if not copy:
-            return self._own
+    def _take_fresh(self) -> int:
+        """The index of the next never-used slot of the current batch, making a batch when it is used up."""
         if self._next == len(self._fresh):
             rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self.buffer.device)
             self._fresh_rows = rows.unbind(0)
             self._fresh = self._slot_views(rows)
             self._next = 0
-        i = self._next
         self._next += 1
+        return self._next - 1
+
+    def results(self, copy: bool) -> SlotOutputs:
+        """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
+        if not copy:
+            return self._own
+        i = self._take_fresh()
         self._fresh_rows[i].copy_(self.buffer)
         return self._fresh[i]
+
+    def fresh_for_kernel(self) -> tuple[SlotOutputs, KernelOutputs]:
+        """A never-used slot for the next launch to write instead of the arena: the outputs as ``step``
+        returns them and the kernel's views of the same memory (uninitialized until the launch)."""
+        i = self._take_fresh()
+        return self._fresh[i], self._kernel_views(self._fresh_rows[i])

@@ -26,7 +26,7 @@ from gpu_vecenv.backends import CpuBackend, CudaBackend
 from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, PENDING_RESET_CALL, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
-from gpu_vecenv.outputs import OutputArena
+from gpu_vecenv.outputs import DIRECT_WRITE_BYTES, OutputArena, SlotOutputs
 from gpu_vecenv.reference_backend import ReferenceBackend
 from gpu_vecenv.rendering import game_indices, state_of_games, tile_frames
 from gpu_vecenv.shared import SIMULATOR
@@ -110,11 +110,19 @@ class GpuVectorEnv(VectorEnv):
             256); extra agents are covered by a stride loop.
         cuda_graphs: replay each launch from a captured CUDA graph (default
             ``True``; the graph launches on the current stream, like the kernel).
+        direct_write_bytes: with ``copy=True``, outputs of at least this many
+            bytes a launch (every game's ``obs``, ``rewards``, flags and, in
+            SAME_STEP mode, ``final_obs``) are written by the kernel straight
+            into the fresh tensors, instead of into the env's buffers and then
+            copied: no device copy, but an eager launch with new arguments
+            (no CUDA graph) each call. ``None``: the device's default
+            (:data:`gpu_vecenv.outputs.DIRECT_WRITE_BYTES`); ``0``: always.
+            Not used by the reference backend.
     """
 
     OPTIONS = frozenset(
         {"device", "backend", "autoreset_mode", "copy", "strict", "max_episode_steps", "render_mode",
-         "threads_per_block", "cuda_graphs"}
+         "threads_per_block", "cuda_graphs", "direct_write_bytes"}
     )  # fmt: skip
 
     def __init__(
@@ -131,12 +139,15 @@ class GpuVectorEnv(VectorEnv):
         render_mode: str | None = None,
         threads_per_block: int | None = None,
         cuda_graphs: bool = True,
+        direct_write_bytes: int | None = None,
     ) -> None:
         name = definition.name
         if not is_integer(num_games, 1):
             raise ValueError(f"{name}: num_envs (the number of games) must be an integer >= 1, got {num_games!r}")
         if max_episode_steps is not None and not is_integer(max_episode_steps, 1):
             raise ValueError(f"{name}: max_episode_steps must be None or an integer >= 1, got {max_episode_steps!r}")
+        if direct_write_bytes is not None and not is_integer(direct_write_bytes, 0):
+            raise ValueError(f"{name}: direct_write_bytes must be None or an integer >= 0, got {direct_write_bytes!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"{name}: render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.definition = definition
@@ -184,6 +195,10 @@ class GpuVectorEnv(VectorEnv):
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
         same_step = mode is AutoresetMode.SAME_STEP
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
+        if direct_write_bytes is None:
+            direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type]
+        # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option).
+        self.direct_write = self.copy and self.backend != "reference" and self._arena.nbytes >= direct_write_bytes
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,
@@ -434,11 +449,21 @@ class GpuVectorEnv(VectorEnv):
         if seeds is not None:
             self._seed_games(seeds, game_mask)
         self._views["pending_reset"].masked_fill_(game_mask, PENDING_RESET_CALL)
-        self._backend.launch(OP_RESET)
-        self._backend.capture((OP_STEP, OP_RESET))
+        out = self._launch(OP_RESET)
         self._needs_reset = False
-        out = self._arena.results(self.copy)
         return out.obs, {"active": out.active, "_active": self._all_true}
+
+    def _launch(self, op: int) -> SlotOutputs:
+        """Run ``op`` on every game and return its outputs (fresh ones with ``copy=True``)."""
+        if self.direct_write:
+            assert not isinstance(self._backend, ReferenceBackend)  # direct_write is off there
+            out, kernel_out = self._arena.fresh_for_kernel()
+            self._backend.launch_into(op, kernel_out)
+            return out
+        self._backend.launch(op)
+        if op == OP_RESET:
+            self._backend.capture((OP_STEP, OP_RESET))
+        return self._arena.results(self.copy)
 
     def _game_mask(self, mask: Any) -> torch.Tensor:
         name = self.definition.name
@@ -473,8 +498,7 @@ class GpuVectorEnv(VectorEnv):
         if self._needs_reset:
             raise gym_error.ResetNeeded(f"{self.definition.name}: call reset() before step()")
         self._load_actions(actions)
-        self._backend.launch(OP_STEP)
-        out = self._arena.results(self.copy)
+        out = self._launch(OP_STEP)
         infos: dict[str, Any] = {"active": out.active, "_active": self._all_true}
         if out.final_obs is not None:
             infos["final_obs"] = out.final_obs

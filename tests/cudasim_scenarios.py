@@ -52,6 +52,8 @@ SCENARIOS = {
     "next_step": ({}, 12, None),
     "same_step": ({"autoreset_mode": "SameStep"}, 11, None),
     "disabled": ({"autoreset_mode": "Disabled"}, 11, None),
+    # copy=True outputs written by the kernel into fresh, uninitialized tensors (no copy of the env's buffers).
+    "same_step_direct_write": ({"autoreset_mode": "SameStep", "direct_write_bytes": 0}, 11, None),
     "full_observation": ({"use_full_observation": True}, 6, None),
     # Two observed agents a call by 8-byte stores, into rows of 7 * 6 + 1 entries: every other row starts
     # 4 bytes past an 8-byte boundary (the simulator's store_pair raises on a misaligned pair).

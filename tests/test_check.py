@@ -8,11 +8,13 @@ import sys
 from functools import partial
 
 from conftest import SMALL_TAG
+from faulty_phases import observe_listed_in_game_only
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
-from gpu_vecenv.check import check, main
+from gpu_vecenv.check import check, check_outputs_written, main
+from gpu_vecenv.definition import Phase
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -28,6 +30,7 @@ def test_check_command_prints_a_table_and_exits_zero(capsys):
     assert main(["WarpTag-v0", "--device", "cpu", "--steps", "20", "--num-envs", "2", *params]) == 0
     out = capsys.readouterr().out
     assert "max abs diff" in out and "OK" in out
+    assert "outputs: every reset and step writes every entry it returns: OK" in out
 
 
 def test_check_runs_as_a_module():
@@ -63,3 +66,13 @@ def test_a_wrong_game_is_reported_with_the_first_failing_step_and_slot():
 def test_an_invalid_parameter_is_a_clear_error_not_a_traceback(capsys):
     assert main(["WarpTag-v0", "--device", "cpu", "--param", "num_runners=0"]) == 2
     assert "num_runners=0 is invalid" in capsys.readouterr().err
+
+
+def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_check():
+    # Runners are tagged within a few steps, and leave the game.
+    config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0))
+    definition = tag_definition(config, spatial_index=False, backend="cpu")
+    assert check_outputs_written(definition, num_games=2, steps=12) == []
+    faulty = Phase(observe_listed_in_game_only, "slot", slots=config.num_observed)
+    broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
+    assert check_outputs_written(broken, num_games=2, steps=12) == ["obs"]

@@ -107,9 +107,13 @@ def test_an_env_follows_the_current_torch_stream():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("copy", [True, False])
-def test_an_env_used_only_from_a_side_stream_agrees_with_its_reference(copy):
-    envs = gym.make_vec("WarpTag-v0", num_envs=6, device="cuda", copy=copy, **BUSY_TAG)
+@pytest.mark.parametrize(
+    "options",
+    [dict(copy=True), dict(copy=False), dict(copy=True, direct_write_bytes=0)],
+    ids=["copy", "no-copy", "copy-written-directly"],
+)
+def test_an_env_used_only_from_a_side_stream_agrees_with_its_reference(options):
+    envs = gym.make_vec("WarpTag-v0", num_envs=6, device="cuda", **options, **BUSY_TAG)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())  # the env was made on the default stream
     with torch.cuda.stream(side):
@@ -167,6 +171,8 @@ STEP_OPTIONS = [
     pytest.param(dict(copy=True, cuda_graphs=False), id="copy-direct-launch"),
     pytest.param(dict(copy=False, cuda_graphs=False), id="no-copy-direct-launch"),
     pytest.param(dict(copy=True, autoreset_mode="SameStep"), id="copy-same-step"),
+    pytest.param(dict(copy=True, direct_write_bytes=0), id="copy-written-directly"),
+    pytest.param(dict(copy=True, direct_write_bytes=0, autoreset_mode="SameStep"), id="direct-same-step"),
 ]
 
 

@@ -11,6 +11,7 @@ import torch
 from conftest import SMALL_TAG
 
 import gpu_vecenv  # noqa: F401
+from gpu_vecenv.backends import _OutputLaunch
 from gpu_vecenv.oracle import compare_with_reference
 
 pytestmark = pytest.mark.gpu
@@ -41,6 +42,26 @@ def test_copy_true_gives_fresh_tensors_that_never_change():
     second = envs.step(random_actions(envs))[0]
     assert first.data_ptr() != second.data_ptr()
     assert torch.equal(first, kept)
+
+
+def test_fresh_outputs_written_by_the_kernel_launch_eagerly_and_match_the_copied_ones():
+    # 2000 games of 5+100 with the full observation: 613 MB of outputs a step, above the GPU's default.
+    params = dict(num_envs=2000, device="cuda", num_taggers=5, num_runners=100, use_full_observation=True,
+                  episode_length=10)  # fmt: skip
+    direct = gym.make_vec("WarpTag-v0", **params)
+    copied = gym.make_vec("WarpTag-v0", direct_write_bytes=1 << 62, **params)
+    assert direct.unwrapped.direct_write and not copied.unwrapped.direct_write
+    first = [direct.reset(seed=0)[0], copied.reset(seed=0)[0]]
+    assert torch.equal(*first)
+    for _ in range(12):
+        actions = random_actions(direct)
+        outs = direct.step(actions), copied.step(actions)
+        for now, then in zip(outs[0][:4], outs[1][:4], strict=True):
+            assert torch.equal(now, then)
+    assert not direct.unwrapped._backend._graphs  # an eager launch into new memory each call...
+    assert isinstance(direct.unwrapped._backend._output_launch, _OutputLaunch)  # ...with its parameters made once
+    assert copied.unwrapped._backend._graphs
+    assert torch.equal(first[0], first[1])
 
 
 def test_gpu_matches_reference_at_training_size():

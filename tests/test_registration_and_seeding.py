@@ -128,7 +128,7 @@ def fingerprint(envs):
 def test_every_tag_parameter_can_be_passed_to_make_vec(name):
     params = {**SMALL_TAG, name: OTHER_VALUES[name]}
     envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", **params)
-    direct = GpuVectorEnv(tag_definition(TagConfig(**params)), num_games=2, device="cpu")
+    direct = GpuVectorEnv(tag_definition(TagConfig(**params), backend="cpu"), num_games=2, device="cpu")
     assert fingerprint(envs) == fingerprint(direct)  # the value arrived as given...
     assert fingerprint(envs) != fingerprint(make(games=2))  # ...and changed the game
     assert envs.spec.kwargs[name] == OTHER_VALUES[name]

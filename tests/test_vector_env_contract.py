@@ -213,6 +213,53 @@ def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
     assert cpu._batch * cpu.nbytes <= 8 << 20 < meta_as_gpu._batch * meta_as_gpu.nbytes <= 64 << 20
 
 
+def returned_tensors(returned):
+    """Every tensor of a ``reset`` or ``step`` result, infos and final infos included, in a fixed order."""
+    if isinstance(returned, torch.Tensor):
+        return [returned]
+    if isinstance(returned, dict):
+        return [t for key in sorted(returned) for t in returned_tensors(returned[key])]
+    return [t for part in returned for t in returned_tensors(part)]
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode):
+    # direct_write_bytes=0: every copy=True launch writes a fresh set of outputs itself rather than the env's
+    # buffers and a copy of them. What each call returns must be what a copy=False twin shows at the same
+    # call, episode ends and a masked reset included, and must stay so, in memory of its own.
+    envs = make(device, autoreset_mode=mode, episode_length=6, direct_write_bytes=0)
+    twin = make(device, autoreset_mode=mode, episode_length=6, copy=False)
+    assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
+    rng = np.random.default_rng(2)
+    kept = [returned_tensors(envs.reset(seed=0))]
+    seen = [[t.clone() for t in returned_tensors(twin.reset(seed=0))]]
+    for t in range(16):
+        if t == 9:
+            mask = {"reset_mask": np.array([True, False, True])}
+            kept.append(returned_tensors(envs.reset(options=mask)))
+            seen.append([t.clone() for t in returned_tensors(twin.reset(options=mask))])
+        actions = random_actions(envs, rng)
+        kept.append(returned_tensors(envs.step(actions)))
+        seen.append([t.clone() for t in returned_tensors(twin.step(actions))])
+    assert sum(bool(step[2].any() | step[3].any()) for step in seen if len(step) > 3) >= 2  # games ended
+    for returned, expected in zip(kept, seen, strict=True):
+        assert len(returned) == len(expected)
+        for now, then in zip(returned, expected, strict=True):
+            assert torch.equal(now, then)
+    obs_memory = [returned[0].data_ptr() for returned in kept]
+    assert len(set(obs_memory)) == len(obs_memory)
+
+
+def test_fresh_outputs_are_written_directly_from_the_devices_default_size(device, monkeypatch):
+    nbytes = make(device).unwrapped._arena.nbytes  # every output of a launch, in one buffer
+    assert not make(device).unwrapped.direct_write  # small: copied out of the env's buffers
+    assert make(device, direct_write_bytes=nbytes).unwrapped.direct_write
+    assert not make(device, direct_write_bytes=nbytes + 1).unwrapped.direct_write
+    assert not make(device, copy=False, direct_write_bytes=0).unwrapped.direct_write  # nothing fresh to write
+    monkeypatch.setitem(outputs.DIRECT_WRITE_BYTES, device, nbytes)
+    assert make(device).unwrapped.direct_write
+
+
 def test_copy_false_returns_the_same_buffers_every_step(device):
     envs = make(device, copy=False)
     obs0, _ = envs.reset(seed=0)
