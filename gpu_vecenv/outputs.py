@@ -72,8 +72,9 @@ _BATCH_SLOTS = 64
 # (the env's direct_write_bytes option). On an H100 (benchmarks/results/h100_2026-12-06c/outputs/) a direct
 # launch cost 140-215 us of host time a step against 70-130 for a graph replay and a copy: slower at 65 MB
 # (0.187 against 0.175 ms a step) and 77 MB, faster at 154 MB (0.172 against 0.219) and 613 MB (0.348
-# against 0.759). On the CPU (2 cores) no difference at 4 and 16 MB, faster at 19 MB and up (fresh pages
-# fault either way, and the direct write saves reading the env's buffer).
+# against 0.759). On the CPU (2 cores, benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and
+# 77 MB (fresh pages fault either way, and the direct write saves reading the env's buffer), no clear
+# difference at 65 MB of 10+100, where the kernel is most of the step.
 DIRECT_WRITE_BYTES = {"cuda": 128 << 20, "cpu": 16 << 20}
 _BATCH_BYTES_GPU = 64 << 20
 _BATCH_BYTES_CPU = 8 << 20
