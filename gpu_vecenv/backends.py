@@ -19,7 +19,6 @@ eager launch, whose new arguments cost host time instead of a device copy.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import warnings
 from dataclasses import dataclass
@@ -142,7 +141,9 @@ class _OutputLaunch:
 
             numba_types: Any = importlib.import_module("numba.cuda.types")
             compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in (*args, op))]
-            if compiled.debug or compiled.extensions:
+            # What Numba's own launch does besides passing the parameters is not done here.
+            special = getattr(compiled, "launch_config_sensitive", False) or launcher.pre_launch_callbacks
+            if compiled.debug or compiled.extensions or special:
                 return None
             params: list[Any] = []
             slots = []
@@ -161,7 +162,7 @@ class _OutputLaunch:
                                   is_cooperative=compiled.cooperative)  # fmt: skip
             function = compiled._codelibrary.get_cufunc().kernel
             return cls(launch, function, tuple(params), tuple(slots), start, config)
-        except (AttributeError, KeyError, TypeError, ValueError, ImportError):
+        except Exception:  # noqa: BLE001  (whatever differs, Numba's own launch still works)
             return None
 
     def launch(self, stream: Any, out: KernelOutputs, op: int) -> None:
@@ -169,7 +170,7 @@ class _OutputLaunch:
         params = list(self.params)
         for slot, tensor in zip(self.pointer_slots, out.arrays(), strict=True):
             params[slot] = tensor.data_ptr()
-        params[self.op_slot] = ctypes.c_int64(op)
+        params[self.op_slot] = type(self.params[self.op_slot])(op)  # the ctypes integer Numba chose
         self.core_launch(stream, self.config, self.function, *params)
 
 
@@ -246,12 +247,14 @@ class CudaBackend:
             self._launch_eager(op, self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in out.arrays()))
             return
         if isinstance(self._output_launch, _OutputLaunch):
-            if self._gpu_index == 0:
-                self._output_launch.launch(self._configured().stream, out, op)
-            else:
+            try:
                 with cuda.gpus[self._gpu_index]:
                     self._output_launch.launch(self._configured().stream, out, op)
-            return
+                return
+            except Exception as exc:  # noqa: BLE001  (then Numba launches, as before the fast path was made)
+                warnings.warn(f"gpu_vecenv: the prepared launch failed ({exc}); launching through Numba",
+                              stacklevel=3)  # fmt: skip
+                self._output_launch = False
         with cuda.gpus[self._gpu_index]:
             args = self._args[:-_OUTPUT_ARRAYS] + tuple(cuda.as_cuda_array(t) for t in out.arrays())
         self._launch_eager(op, args)  # compiles on the first launch

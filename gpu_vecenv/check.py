@@ -198,36 +198,45 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.env_id}: {args.num_envs} games, device={args.device or 'auto'}, mode={args.autoreset_mode}")
     print(report.table())
     ok = report.ok
-    envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
-    env = envs.unwrapped
-    assert isinstance(env, GpuVectorEnv)
-    definition = env.definition
-    envs.close()
-    if definition.cuda_kernel is not None and not (args.no_order_check and args.no_outputs_check):
-        # Both checks run the CPU kernel, which an env with a hand-written CUDA kernel does not have.
-        print("agent order and outputs: not checked (a hand-written CUDA kernel has no CPU kernel to run)")
-    elif not args.no_order_check:
-        culprits = check_agent_order(definition, num_games=min(args.num_envs, 4))
-        ok &= _verdict(
-            "agent order",
-            "results do not depend on the order agents run in",
-            culprits
-            and f"env {args.env_id!r}, phase(s) {culprits} give different results when agents run in another "
-            "order: such a phase writes another agent's state slot, or reads one another agent writes in the same "
-            "phase, or (a slot phase) writes the observation entries of another of its slots. Write only state "
-            "slot [..., g, a] and your own entries; move reads of others' new values into a later phase.",
-        )
-    if definition.cuda_kernel is None and not args.no_outputs_check:
-        unwritten = check_outputs_written(definition, num_games=min(args.num_envs, 4))
-        ok &= _verdict(
-            "outputs",
-            "every reset and step writes every entry it returns",
-            unwritten
-            and f"env {args.env_id!r} leaves entries of {unwritten} as the buffer held them at some reset or step: "
-            "every launch must write every entry it returns (an observe phase writes every obs[g, a, i] of every "
-            "agent, in or out of the game), since with copy=True large outputs are written straight into fresh, "
-            "uninitialized memory.",
-        )
+    wanted = [name for name, skip in (("agent order", args.no_order_check), ("outputs", args.no_outputs_check))
+              if not skip]  # fmt: skip
+    if not wanted:
+        return 0 if ok else 1
+    try:
+        envs = gym.make_vec(args.env_id, num_envs=1, device="cpu", **dict(args.param))
+        env = envs.unwrapped
+        assert isinstance(env, GpuVectorEnv)
+        definition = env.definition
+        envs.close()
+        if definition.cuda_kernel is not None:
+            # Both checks run the CPU kernel, which an env with a hand-written CUDA kernel does not have.
+            print(f"{' and '.join(wanted)}: not checked (a hand-written CUDA kernel has no CPU kernel to run)")
+            return 0 if ok else 1
+        if "agent order" in wanted:
+            culprits = check_agent_order(definition, num_games=min(args.num_envs, 4))
+            ok &= _verdict(
+                "agent order",
+                "results do not depend on the order agents run in",
+                culprits
+                and f"env {args.env_id!r}, phase(s) {culprits} give different results when agents run in another "
+                "order: such a phase writes another agent's state slot, or reads one another agent writes in the "
+                "same phase, or (a slot phase) writes the observation entries of another of its slots. Write only "
+                "state slot [..., g, a] and your own entries; move reads of others' new values into a later phase.",
+            )
+        if "outputs" in wanted:
+            unwritten = check_outputs_written(definition, num_games=min(args.num_envs, 4))
+            ok &= _verdict(
+                "outputs",
+                "every reset and step writes every entry it returns",
+                unwritten
+                and f"env {args.env_id!r} leaves entries of {unwritten} as the buffer held them at some reset or "
+                "step: every launch must write every entry it returns (an observe phase writes every obs[g, a, i] "
+                "of every agent, in or out of the game), since with copy=True large outputs are written straight "
+                "into fresh, uninitialized memory.",
+            )
+    except (ValueError, TypeError, gym.error.Error) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0 if ok else 1
 
 

@@ -115,9 +115,12 @@ class GpuVectorEnv(VectorEnv):
             SAME_STEP mode, ``final_obs``) are written by the kernel straight
             into the fresh tensors, instead of into the env's buffers and then
             copied: no device copy, but an eager launch with new arguments
-            (no CUDA graph) each call. ``None``: the device's default
-            (:data:`gpu_vecenv.outputs.DIRECT_WRITE_BYTES`); ``0``: always.
-            Not used by the reference backend.
+            (no CUDA graph) each call. Every launch must then write every
+            output entry (``python -m gpu_vecenv.check`` checks a generated
+            kernel for it). ``None``: the device's default
+            (:data:`gpu_vecenv.outputs.DIRECT_WRITE_BYTES`), or never for a
+            hand-written ``cuda_kernel``; ``0``: always. Not used by the
+            reference backend.
     """
 
     OPTIONS = frozenset(
@@ -195,10 +198,16 @@ class GpuVectorEnv(VectorEnv):
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
         same_step = mode is AutoresetMode.SAME_STEP
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
+        # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option). Not by
+        # default for a hand-written kernel: that every launch writes every output cannot be checked on the CPU.
         if direct_write_bytes is None:
-            direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type]
-        # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option).
-        self.direct_write = self.copy and self.backend != "reference" and self._arena.nbytes >= direct_write_bytes
+            direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type] if definition.cuda_kernel is None else None
+        self.direct_write = (
+            self.copy
+            and self.backend != "reference"
+            and direct_write_bytes is not None
+            and self._arena.nbytes >= direct_write_bytes
+        )
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,

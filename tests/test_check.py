@@ -33,6 +33,14 @@ def test_check_command_prints_a_table_and_exits_zero(capsys):
     assert "outputs: every reset and step writes every entry it returns: OK" in out
 
 
+def test_check_command_runs_only_the_comparison_when_both_other_checks_are_skipped(capsys):
+    params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
+    argv = ["WarpTag-v0", "--device", "cpu", "--steps", "5", "--num-envs", "2", *params]
+    assert main([*argv, "--no-order-check", "--no-outputs-check"]) == 0
+    out = capsys.readouterr().out
+    assert "max abs diff" in out and "agent order" not in out and "outputs:" not in out
+
+
 def test_check_runs_as_a_module():
     params = ["num_runners=4", "num_taggers=1", "num_other_agents_observed=2"]
     cmd = [sys.executable, "-m", "gpu_vecenv.check", "WarpTag-v0", "--device", "cpu", "--steps", "5", "--num-envs", "2"]
@@ -69,6 +77,7 @@ def test_an_invalid_parameter_is_a_clear_error_not_a_traceback(capsys):
 
 
 def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_check():
+    assert check_outputs_written(tag_definition(TagConfig.from_kwargs(**SMALL_TAG), backend="cpu")) == []
     # Runners are tagged within a few steps, and leave the game.
     config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0))
     definition = tag_definition(config, spatial_index=False, backend="cpu")

@@ -58,6 +58,9 @@ def test_fresh_outputs_written_by_the_kernel_launch_eagerly_and_match_the_copied
         outs = direct.step(actions), copied.step(actions)
         for now, then in zip(outs[0][:4], outs[1][:4], strict=True):
             assert torch.equal(now, then)
+        assert outs[0][4].keys() == outs[1][4].keys()
+        for key in outs[0][4]:
+            assert torch.equal(outs[0][4][key], outs[1][4][key])
     assert not direct.unwrapped._backend._graphs  # an eager launch into new memory each call...
     assert isinstance(direct.unwrapped._backend._output_launch, _OutputLaunch)  # ...with its parameters made once
     assert copied.unwrapped._backend._graphs

@@ -223,10 +223,19 @@ def returned_tensors(returned):
 
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
-def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode):
+def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, monkeypatch):
     # direct_write_bytes=0: every copy=True launch writes a fresh set of outputs itself rather than the env's
     # buffers and a copy of them. What each call returns must be what a copy=False twin shows at the same
-    # call, episode ends and a masked reset included, and must stay so, in memory of its own.
+    # call, episode ends and a masked reset included, and must stay so, in memory of its own. Each fresh
+    # slot is filled with 0xFF bytes (NaN floats, bools of 255) first, so that an entry left unwritten shows.
+    take_fresh = outputs.OutputArena._take_fresh
+
+    def take_poisoned(arena):
+        i = take_fresh(arena)
+        arena._fresh_rows[i].fill_(0xFF)
+        return i
+
+    monkeypatch.setattr(outputs.OutputArena, "_take_fresh", take_poisoned)
     envs = make(device, autoreset_mode=mode, episode_length=6, direct_write_bytes=0)
     twin = make(device, autoreset_mode=mode, episode_length=6, copy=False)
     assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
@@ -245,7 +254,7 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode):
     for returned, expected in zip(kept, seen, strict=True):
         assert len(returned) == len(expected)
         for now, then in zip(returned, expected, strict=True):
-            assert torch.equal(now, then)
+            assert torch.equal(now.view(torch.uint8), then.view(torch.uint8))  # bytes: a bool of 255 is no True
     obs_memory = [returned[0].data_ptr() for returned in kept]
     assert len(set(obs_memory)) == len(obs_memory)
 
