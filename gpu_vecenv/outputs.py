@@ -93,6 +93,8 @@ class OutputArena:
         batch_bytes: int | None = None,
     ) -> None:
         """``batch_bytes``: the byte cap of a batch of fresh slots (``None``: the device's default)."""
+        # Python ints: torch's split takes no numpy integers, which an env's sizes may be.
+        num_games, num_agents, obs_dim = int(num_games), int(num_agents), int(obs_dim)
         self.num_envs = num_games * num_agents
         self.obs_dim = obs_dim
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
@@ -126,9 +128,23 @@ class OutputArena:
             final_obs=parts[2].view(g, a, d) if len(parts) == 3 else self._no_final_obs,
         )
 
+    def _row_views(self, row: torch.Tensor) -> SlotOutputs:
+        """The outputs of one row (``(nbytes,)`` uint8), made with one ``split`` for the floats and one for the
+        flags: about half the host time of :meth:`_slot_views` for a batch of one row, which large outputs
+        take every step (about 26 against 44 µs, timed on torch's meta device)."""
+        n, d = self.num_envs, self.obs_dim
+        parts = row[: self._float_bytes].view(torch.float32).split_with_sizes(self._split)
+        flags = row[self._float_bytes : self._float_bytes + 5 * n].view(torch.bool).split(n)
+        obs = parts[0].view(n, d)
+        if len(parts) == 2:
+            return SlotOutputs(obs, parts[1], flags[0], flags[1], flags[2], None, None, None)
+        return SlotOutputs(obs, parts[1], flags[0], flags[1], flags[2], flags[3], flags[4], parts[2].view(n, d))
+
     def _slot_views(self, rows: torch.Tensor) -> list[SlotOutputs]:
         """The outputs of every row of ``rows`` (``(count, nbytes)`` uint8), made with one ``unbind`` each."""
         count, n, d = rows.shape[0], self.num_envs, self.obs_dim
+        if count == 1:
+            return [self._row_views(rows[0])]
         floats = rows.view(torch.float32)
         flags = rows[:, self._float_bytes :].view(torch.bool)
         obs = floats[:, : n * d].view(count, n, d).unbind(0)

@@ -206,6 +206,22 @@ def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch
             assert torch.equal(now, expected)
 
 
+@pytest.mark.parametrize("same_step", [False, True])
+def test_a_slot_alone_is_viewed_as_a_slot_of_a_batch_is(same_step):
+    # Large outputs come one slot a batch, viewed by a shorter path than a batch's slots: same memory, same
+    # shapes and dtypes.
+    arena = outputs.OutputArena(3, 7, 5, same_step, torch.device("cpu"))
+    rows = (torch.arange(2 * arena.nbytes) % 251).to(torch.uint8).view(2, arena.nbytes)
+    in_batch = arena._slot_views(rows)[1]
+    alone = arena._slot_views(rows[1:2])[0]
+    assert (alone.final_obs is None) == (not same_step)
+    for a, b in zip(in_batch, alone, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.shape == b.shape and a.dtype == b.dtype and a.data_ptr() == b.data_ptr()
+            assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
 def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
     # Above glibc's 32 MiB mmap threshold every batch would come back as fresh, faulting pages.
     cpu = outputs.OutputArena(100, 110, 73, False, torch.device("cpu"))
