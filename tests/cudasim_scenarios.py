@@ -7,6 +7,7 @@ Prints one report per scenario and exits non-zero if any disagrees with the refe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import traceback
@@ -17,7 +18,9 @@ from entry_phases import entry_tag_definition
 
 import gpu_vecenv  # noqa: F401
 from envs.tag_continuous.config import TagConfig
-from gpu_vecenv import GpuVectorEnv
+from envs.tag_continuous.env import tag_definition
+from gpu_vecenv import GpuVectorEnv, outputs
+from gpu_vecenv.codegen import load_kernel_module
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.shared import SIMULATOR
 
@@ -46,8 +49,10 @@ def _stacked_options():
     return {"initial_positions": np.repeat(points, 4, axis=0)}
 
 
-# name -> (make_vec overrides, steps, reset options); ENTRY_BLOCK in the overrides: see make_envs.
+# name -> (make_vec overrides, steps, reset options); ENTRY_BLOCK and HAND_WRITTEN in the overrides: see
+# make_envs.
 ENTRY_BLOCK = "entry_block"
+HAND_WRITTEN = "hand_written"
 SCENARIOS = {
     "next_step": ({}, 12, None),
     "same_step": ({"autoreset_mode": "SameStep"}, 11, None),
@@ -97,11 +102,27 @@ SCENARIOS = {
     # The full observation by an entry phase (tests/entry_phases.py): one call per entry, then runs of 4.
     "entry_phase": ({"use_full_observation": True, ENTRY_BLOCK: None}, 3, None),
     "entry_phase_blocks": ({"use_full_observation": True, ENTRY_BLOCK: 4, "threads_per_block": 8}, 3, None),
+    # The generated kernel passed back as a hand-written one, which writes fresh outputs only when asked.
+    "hand_written_direct_write": ({HAND_WRITTEN: True, "autoreset_mode": "SameStep", "direct_write_bytes": 0}, 6, None),
 }
 
 
 def make_envs(params: dict) -> GpuVectorEnv:
-    """Two games of WarpTag-v0 on the CUDA kernel; with ENTRY_BLOCK, the entry-phase observation's."""
+    """Two games of WarpTag-v0 on the CUDA kernel; with ENTRY_BLOCK, the entry-phase observation's; with
+    HAND_WRITTEN, the generated kernel given as the definition's ``cuda_kernel``."""
+    if params.pop(HAND_WRITTEN, False):
+        env_options = {k: params.pop(k) for k in ("autoreset_mode", "direct_write_bytes", "threads_per_block")}
+        definition = tag_definition(TagConfig(**params), backend="cuda", max_registers=None)
+        kernel = load_kernel_module(definition, "cuda").run
+        hand_written = dataclasses.replace(definition, cuda_kernel=kernel)
+        default = outputs.DIRECT_WRITE_BYTES["cpu"]
+        outputs.DIRECT_WRITE_BYTES["cpu"] = 0  # a generated kernel's outputs of any size would be written directly
+        try:
+            if GpuVectorEnv(hand_written, num_games=2, device="cpu", backend="cuda").direct_write:
+                raise AssertionError("a hand-written kernel wrote fresh outputs directly without direct_write_bytes")
+        finally:
+            outputs.DIRECT_WRITE_BYTES["cpu"] = default
+        return GpuVectorEnv(hand_written, num_games=2, device="cpu", backend="cuda", **env_options)
     if ENTRY_BLOCK not in params:
         return gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
     params = dict(params)
