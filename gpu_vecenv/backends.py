@@ -19,6 +19,7 @@ eager launch, whose new arguments cost host time instead of a device copy.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import warnings
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
-from gpu_vecenv.outputs import KernelOutputs
+from gpu_vecenv.outputs import KernelOutputs, OutputArena
 from gpu_vecenv.shared import SIMULATOR
 
 
@@ -95,8 +96,9 @@ class CpuBackend:
     def launch(self, op: int) -> None:
         self._call(self._args, op)
 
-    def launch_into(self, op: int, out: KernelOutputs) -> None:
-        """Run ``op`` with its outputs written to ``out`` instead of the env's arena."""
+    def launch_into(self, op: int, arena: OutputArena, row: torch.Tensor) -> None:
+        """Run ``op`` with its outputs written to ``row``, a fresh slot of ``arena``, instead of the arena."""
+        out = arena.kernel_views(row)
         self._call(self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in out.arrays()), op)
 
     def _call(self, args: tuple[Any, ...], op: int) -> None:
@@ -165,11 +167,12 @@ class _OutputLaunch:
         except Exception:  # noqa: BLE001  (whatever differs, Numba's own launch still works)
             return None
 
-    def launch(self, stream: Any, out: KernelOutputs, op: int) -> None:
-        """``op`` with its outputs written to ``out``, on ``stream`` (a launcher's, as Numba keeps it)."""
+    def launch(self, stream: Any, pointers: tuple[int, ...], op: int) -> None:
+        """``op`` with its outputs at ``pointers`` (``KernelOutputs`` order), on ``stream`` (a launcher's, as
+        Numba keeps it)."""
         params = list(self.params)
-        for slot, tensor in zip(self.pointer_slots, out.arrays(), strict=True):
-            params[slot] = tensor.data_ptr()
+        for slot, pointer in zip(self.pointer_slots, pointers, strict=True):
+            params[slot] = pointer
         params[self.op_slot] = type(self.params[self.op_slot])(op)  # the ctypes integer Numba chose
         self.core_launch(stream, self.config, self.function, *params)
 
@@ -219,16 +222,18 @@ class CudaBackend:
             self._stream_handle = handle
         return self._launcher
 
+    def _on_device(self) -> Any:
+        """A context that makes the env's GPU Numba's current one: none for the first GPU (current unless the
+        caller made another one current, as for every launch here), since entering one costs host time."""
+        return contextlib.nullcontext() if SIMULATOR or self._gpu_index == 0 else cuda.gpus[self._gpu_index]
+
     def _launch_eager(self, op: int, args: tuple[Any, ...] | None = None) -> None:
         try:
             with warnings.catch_warnings():
                 # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
                 warnings.simplefilter("ignore", NumbaPerformanceWarning)
-                if SIMULATOR or self._gpu_index == 0:
+                with self._on_device():
                     self._configured()(*(args or self._args), op)
-                else:
-                    with cuda.gpus[self._gpu_index]:
-                        self._configured()(*(args or self._args), op)
         except NumbaError as exc:  # raised by the first launch, which compiles
             raise KernelCompileError(self._definition, "cuda", exc) from exc
 
@@ -240,23 +245,25 @@ class CudaBackend:
         else:
             self._launch_eager(op)
 
-    def launch_into(self, op: int, out: KernelOutputs) -> None:
-        """Run ``op`` eagerly on the current stream with its outputs written to ``out`` instead of the env's
-        arena; no graph is replayed."""
-        if SIMULATOR:
-            self._launch_eager(op, self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in out.arrays()))
-            return
+    def launch_into(self, op: int, arena: OutputArena, row: torch.Tensor) -> None:
+        """Run ``op`` eagerly on the current stream with its outputs written to ``row``, a fresh slot of
+        ``arena``, instead of the arena; no graph is replayed. Once prepared, a launch takes the slot's data
+        pointers, not views of it."""
         if isinstance(self._output_launch, _OutputLaunch):
             try:
-                with cuda.gpus[self._gpu_index]:
-                    self._output_launch.launch(self._configured().stream, out, op)
+                with self._on_device():
+                    self._output_launch.launch(self._configured().stream, arena.kernel_pointers(row), op)
                 return
             except Exception as exc:  # noqa: BLE001  (then Numba launches, as before the fast path was made)
                 warnings.warn(f"gpu_vecenv: the prepared launch failed ({exc}); launching through Numba",
                               stacklevel=3)  # fmt: skip
                 self._output_launch = False
+        outputs = arena.kernel_views(row).arrays()
+        if SIMULATOR:
+            self._launch_eager(op, self._args[:-_OUTPUT_ARRAYS] + tuple(t.numpy() for t in outputs))
+            return
         with cuda.gpus[self._gpu_index]:
-            args = self._args[:-_OUTPUT_ARRAYS] + tuple(cuda.as_cuda_array(t) for t in out.arrays())
+            args = self._args[:-_OUTPUT_ARRAYS] + tuple(cuda.as_cuda_array(t) for t in outputs)
         self._launch_eager(op, args)  # compiles on the first launch
         if self._output_launch is None:
             with cuda.gpus[self._gpu_index]:

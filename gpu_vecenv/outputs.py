@@ -106,7 +106,7 @@ class OutputArena:
         self._games, self._agents = num_games, num_agents
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
-        self.kernel = self._kernel_views(self.buffer)
+        self.kernel = self.kernel_views(self.buffer)
         self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
@@ -115,7 +115,14 @@ class OutputArena:
         self._fresh: list[SlotOutputs] = []
         self._next = 0
 
-    def _kernel_views(self, row: torch.Tensor) -> KernelOutputs:
+    def kernel_pointers(self, row: torch.Tensor) -> tuple[int, int, int, int]:
+        """The data pointers of :meth:`kernel_views` ``(row)``'s arrays, without making the views (each costs
+        microseconds of host time)."""
+        base, n, d = row.data_ptr(), self.num_envs, self.obs_dim
+        final_obs = base + 4 * (n * d + n) if len(self._split) == 3 else self._no_final_obs.data_ptr()
+        return base, base + 4 * n * d, base + self._float_bytes, final_obs
+
+    def kernel_views(self, row: torch.Tensor) -> KernelOutputs:
         """The kernel's views of ``row`` (``(nbytes,)`` uint8): per-game shapes."""
         g, a, d = self._games, self._agents, self.obs_dim
         flag_bytes = 5 * self.num_envs
@@ -130,8 +137,8 @@ class OutputArena:
 
     def _row_views(self, row: torch.Tensor) -> SlotOutputs:
         """The outputs of one row (``(nbytes,)`` uint8), made with one ``split`` for the floats and one for the
-        flags: about half the host time of :meth:`_slot_views` for a batch of one row, which large outputs
-        take every step (about 26 against 44 µs, timed on torch's meta device)."""
+        flags: fewer torch operations than :meth:`_slot_views` takes for a batch of one row, which large
+        outputs take every step (benchmarks/results/cpu_2026-12-06_row_views/)."""
         n, d = self.num_envs, self.obs_dim
         parts = row[: self._float_bytes].view(torch.float32).split_with_sizes(self._split)
         flags = row[self._float_bytes : self._float_bytes + 5 * n].view(torch.bool).split(n)
@@ -182,8 +189,9 @@ class OutputArena:
         self._fresh_rows[i].copy_(self.buffer)
         return self._fresh[i]
 
-    def fresh_for_kernel(self) -> tuple[SlotOutputs, KernelOutputs]:
+    def fresh_for_kernel(self) -> tuple[SlotOutputs, torch.Tensor]:
         """A never-used slot for the next launch to write instead of the arena: the outputs as ``step``
-        returns them and the kernel's views of the same memory (uninitialized until the launch)."""
+        returns them, and the slot's bytes ``(nbytes,)`` uint8 (uninitialized until the launch), whose
+        views or data pointers :meth:`kernel_views` and :meth:`kernel_pointers` give the kernel."""
         i = self._take_fresh()
-        return self._fresh[i], self._kernel_views(self._fresh_rows[i])
+        return self._fresh[i], self._fresh_rows[i]

@@ -466,8 +466,8 @@ class GpuVectorEnv(VectorEnv):
         """Run ``op`` on every game and return its outputs (fresh ones with ``copy=True``)."""
         if self.direct_write:
             assert not isinstance(self._backend, ReferenceBackend)  # direct_write is off there
-            out, kernel_out = self._arena.fresh_for_kernel()
-            self._backend.launch_into(op, kernel_out)
+            out, row = self._arena.fresh_for_kernel()
+            self._backend.launch_into(op, self._arena, row)
             return out
         self._backend.launch(op)
         if op == OP_RESET:

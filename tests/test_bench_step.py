@@ -161,6 +161,16 @@ def test_arena_views_times_the_fresh_output_batches_under_each_cap():
     assert proc.stdout.startswith("default cap: 64 MB on a GPU, 8 MB elsewhere; at most 64 slots a batch")
 
 
+def test_arena_views_times_the_fresh_slots_a_kernel_writes_itself():
+    command = [sys.executable, str(ROOT / "benchmarks" / "arena_views.py"), "--caps-mb", "64", "--steps", "20",
+               "--same-step", "--fresh-for-kernel"]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # 5+100 agents with the full observation at 2000 games, final_obs included: 1171 MB a step, one a batch.
+    assert re.search(r"2000 games x 105 agents, obs 730 \(1171\.\d\d MB a step\), cap 64 MB: 1 slots a batch",
+                     proc.stdout)  # fmt: skip
+
+
 def test_the_register_cap_option_takes_a_cap_none_or_auto():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_step import register_cap

@@ -222,6 +222,14 @@ def test_a_slot_alone_is_viewed_as_a_slot_of_a_batch_is(same_step):
             assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
+@pytest.mark.parametrize("same_step", [False, True])
+def test_the_kernels_pointers_into_a_fresh_slot_are_its_views_pointers(same_step):
+    arena = outputs.OutputArena(3, 7, 5, same_step, torch.device("cpu"))
+    _, row = arena.fresh_for_kernel()
+    views = arena.kernel_views(row)
+    assert arena.kernel_pointers(row) == tuple(t.data_ptr() for t in views.arrays())
+
+
 def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
     # Above glibc's 32 MiB mmap threshold every batch would come back as fresh, faulting pages.
     cpu = outputs.OutputArena(100, 110, 73, False, torch.device("cpu"))
