@@ -10,8 +10,12 @@ the calls in bursts right after a sync, which the device's queue absorbs;
 ``rollout_timing.host_us_per_call``). With ``--device cpu`` every call is
 synchronous and both are the wall time. Parts:
 the in-place action draw, ``step`` with fixed actions and, inside it, loading
-the actions and the kernel launch (a graph replay), and the whole rollout
-step (draw + ``step``). When a part's pace equals its host time, the host
+the actions and the kernel launch (a graph replay) and, with ``--copy``,
+handing out the fresh outputs (the copy), and the whole rollout step (draw +
+``step``). Where ``copy=True`` outputs are written by the kernel itself
+(``--direct-write-bytes``, or outputs over the default threshold), the parts
+inside ``step`` are the fresh slot (``fresh_for_kernel``, an allocation now
+and then and its views) and the eager launch into it. When a part's pace equals its host time, the host
 decides it; when it is larger, the device does.
 """
 
@@ -41,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--copy", action="store_true", help="step with copy=True (fresh output tensors)")
+    parser.add_argument("--direct-write-bytes", type=int, metavar="N", help="make_vec's direct_write_bytes")
     parser.add_argument("--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu, where every call is synchronous")
     parser.add_argument("--out", type=Path, help="also write the figures here as JSON")
@@ -49,30 +54,41 @@ def main() -> None:
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA device")
 
-    envs = gym.make_vec("WarpTag-v0", num_envs=args.games, device=args.device, copy=args.copy, **dict(args.param))
+    options = dict(args.param)
+    if args.direct_write_bytes is not None:
+        options["direct_write_bytes"] = args.direct_write_bytes
+    envs = gym.make_vec("WarpTag-v0", num_envs=args.games, device=args.device, copy=args.copy, **options)
     env = envs.unwrapped
     env.reset(seed=0)
     nvec = env.single_action_space.nvec
     draw = in_place_draw(torch.zeros((env.num_envs, len(nvec)), dtype=torch.int64, device=env.device), nvec)
     fixed = draw().clone()
-    launch = env._backend.launch
     parts: dict[str, Callable[[], object]] = {
         "draw (in place)": draw,
         "step, fixed actions": lambda: env.step(fixed),
         "  load actions": lambda: env._load_actions(fixed),
-        "  launch (a graph replay on a GPU)": lambda: launch(OP_STEP),
-        "rollout step (draw + step)": lambda: env.step(draw()),
     }
+    if env.direct_write:
+        arena = env._arena
+        _, slot = arena.fresh_for_kernel()
+        parts["  fresh slot (fresh_for_kernel)"] = arena.fresh_for_kernel
+        parts["  launch into a fresh slot"] = lambda: env._backend.launch_into(OP_STEP, arena, slot)
+    else:
+        parts["  launch (a graph replay on a GPU)"] = lambda: env._backend.launch(OP_STEP)
+        if args.copy:
+            parts["  fresh outputs (copy)"] = lambda: env._arena.results(True)
+    parts["rollout step (draw + step)"] = lambda: env.step(draw())
     rows = {}
     for name, fn in parts.items():
         for _ in range(50):
             fn()
         host = host_us_per_call(lambda: None, lambda _, fn=fn: fn(), device, calls=1000)
         row = rows[name.strip()] = {"pace_us": pace_us(fn, device), "host_us": host}
-        print(f"{name:30s} pace {row['pace_us']:8.1f} us   host {row['host_us']:7.1f} us")
+        print(f"{name:34s} pace {row['pace_us']:8.1f} us   host {row['host_us']:7.1f} us")
     envs.close()
     if args.out:
-        meta = {"games": args.games, "copy": args.copy, "params": dict(args.param), "agents": env.num_agents,
+        meta = {"games": args.games, "copy": args.copy, "direct_write": env.direct_write,
+                "params": dict(args.param), "agents": env.num_agents,
                 "device_name": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
                 "torch": torch.__version__}  # fmt: skip
         args.out.write_text(json.dumps({"meta": meta, "parts": rows}, indent=1))

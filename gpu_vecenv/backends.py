@@ -20,9 +20,9 @@ eager launch, whose new arguments cost host time instead of a device copy.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -111,41 +111,53 @@ class CpuBackend:
         """Nothing to capture on the CPU."""
 
 
-@dataclass(frozen=True)
 class _OutputLaunch:
     """Launches of one compiled CUDA kernel that change only the outputs' memory and ``op``.
 
     numba-cuda turns each array argument of a launch into launch parameters in
     Python (a Numba view of the tensor, then its size, item size, data
-    pointer, shape and strides): with a new set of output tensors every launch
-    that cost 400-700 µs of host time a step on an H100 host. Here the
-    parameters are made once, from an eager launch's own arguments, and a
-    launch replaces the four outputs' data pointers and ``op``; a fresh set
-    of outputs has the arena's shapes and strides. This uses numba-cuda's
-    launch internals of the version ``pyproject.toml`` pins;
+    pointer, shape and strides): with a new set of output tensors every
+    launch, 400-700 µs of host time a step on an H100 host. Here the
+    parameters are made once, from an eager launch's own arguments, into one
+    buffer of 8-byte values with the array of pointers ``cuLaunchKernel``
+    takes; a launch writes the four outputs' data pointers and ``op`` into it
+    and calls the driver: 12-22 µs of host time a launch on an H100 host,
+    against 16-30 through cuda.core's ``launch``, which packs the parameters
+    again each time (benchmarks/results/h100_2026-12-06d/host_parts/). A
+    fresh set of outputs has the arena's shapes and strides. This relies on
+    numba-cuda's launch internals of the version ``pyproject.toml`` pins and
+    checks them against the compiled kernel's parameter sizes:
     :meth:`prepare` returns ``None`` where they are not as expected, and the
     backend then launches through Numba.
     """
 
-    core_launch: Any  # cuda.core's launch function
-    function: Any  # the compiled kernel, as cuda.core launches it
-    params: tuple[Any, ...]  # every launch parameter of the launch this was made from
-    pointer_slots: tuple[int, ...]  # where in params the outputs' data pointers are, in KernelOutputs order
-    op_slot: int
-    config: Any  # cuda.core's LaunchConfig
+    def __init__(self, function: Any, values: list[int], pointer_slots: tuple[int, ...], op_slot: int,
+                 grid: int, block: int) -> None:  # fmt: skip
+        from cuda.bindings import driver
+
+        self._driver = driver
+        # cuLaunchKernel takes a CUkernel (cuda.core's handle) where it takes a CUfunction.
+        self._function = driver.CUfunction(int(function))
+        self._values = (ctypes.c_uint64 * len(values))(*(v & 0xFFFF_FFFF_FFFF_FFFF for v in values))
+        base = ctypes.addressof(self._values)
+        self._pointers = (ctypes.c_void_p * len(values))(*(base + 8 * i for i in range(len(values))))
+        self._pointer_slots = pointer_slots
+        self._op_slot = op_slot
+        self._grid = grid
+        self._block = block
 
     @classmethod
-    def prepare(cls, dispatcher: Any, launcher: Any, args: tuple[Any, ...], op: int) -> _OutputLaunch | None:
-        """From a launch of ``dispatcher`` configured as ``launcher`` with ``(*args, op)`` that has run once
-        (so that it is compiled); ``None`` if numba-cuda's internals differ from what this relies on."""
+    def prepare(cls, dispatcher: Any, launcher: Any, args: tuple[Any, ...], op: int, grid: int,
+                block: int) -> _OutputLaunch | None:  # fmt: skip
+        """From a launch of ``dispatcher`` configured as ``launcher`` (``grid`` blocks of ``block`` threads)
+        with ``(*args, op)`` that has run once (so that it is compiled); ``None`` if numba-cuda's internals
+        differ from what this relies on."""
         try:
-            from cuda.core import LaunchConfig, launch
-
             numba_types: Any = importlib.import_module("numba.cuda.types")
             compiled = dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in (*args, op))]
             # What Numba's own launch does besides passing the parameters is not done here.
             special = getattr(compiled, "launch_config_sensitive", False) or launcher.pre_launch_callbacks
-            if compiled.debug or compiled.extensions or special:
+            if compiled.debug or compiled.extensions or compiled.cooperative or special or launcher.sharedmem:
                 return None
             params: list[Any] = []
             slots = []
@@ -160,21 +172,28 @@ class _OutputLaunch:
                     slots.append(start + 4)
             if not isinstance(compiled.argument_types[-1], numba_types.Integer) or len(params) != start + 1:
                 return None
-            config = LaunchConfig(grid=launcher.griddim, block=launcher.blockdim, shmem_size=launcher.sharedmem,
-                                  is_cooperative=compiled.cooperative)  # fmt: skip
-            function = compiled._codelibrary.get_cufunc().kernel
-            return cls(launch, function, tuple(params), tuple(slots), start, config)
+            kernel = compiled._codelibrary.get_cufunc().kernel
+            # Every parameter must be one 8-byte value, where the compiled kernel says so too.
+            values = [p.value if isinstance(p, (ctypes.c_int64, ctypes.c_uint64)) else p for p in params]
+            sizes = [info.size for info in kernel.arguments_info]
+            if not all(isinstance(v, int) for v in values) or sizes != [8] * len(values):
+                return None
+            return cls(kernel.handle, values, tuple(slots), start, grid, block)
         except Exception:  # noqa: BLE001  (whatever differs, Numba's own launch still works)
             return None
 
-    def launch(self, stream: Any, pointers: tuple[int, ...], op: int) -> None:
-        """``op`` with its outputs at ``pointers`` (``KernelOutputs`` order), on ``stream`` (a launcher's, as
-        Numba keeps it)."""
-        params = list(self.params)
-        for slot, pointer in zip(self.pointer_slots, pointers, strict=True):
-            params[slot] = pointer
-        params[self.op_slot] = type(self.params[self.op_slot])(op)  # the ctypes integer Numba chose
-        self.core_launch(stream, self.config, self.function, *params)
+    def launch(self, stream_handle: int, pointers: tuple[int, ...], op: int) -> None:
+        """``op`` with its outputs at ``pointers`` (``KernelOutputs`` order), on the CUDA stream ``stream_handle``."""
+        values = self._values
+        for slot, pointer in zip(self._pointer_slots, pointers, strict=True):
+            values[slot] = pointer
+        values[self._op_slot] = op
+        # The driver copies the parameters at the call: the buffer is free again when it returns.
+        (err,) = self._driver.cuLaunchKernel(self._function, self._grid, 1, 1, self._block, 1, 1, 0,
+                                            self._driver.CUstream(stream_handle),
+                                            ctypes.addressof(self._pointers), 0)  # fmt: skip
+        if err != self._driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"launching the step kernel failed: {err!r}")
 
 
 class CudaBackend:
@@ -251,8 +270,10 @@ class CudaBackend:
         pointers, not views of it."""
         if isinstance(self._output_launch, _OutputLaunch):
             try:
+                self._configured()  # follows the current torch stream
+                assert self._stream_handle is not None
                 with self._on_device():
-                    self._output_launch.launch(self._configured().stream, arena.kernel_pointers(row), op)
+                    self._output_launch.launch(self._stream_handle, arena.kernel_pointers(row), op)
                 return
             except Exception as exc:  # noqa: BLE001  (then Numba launches, as before the fast path was made)
                 warnings.warn(f"gpu_vecenv: the prepared launch failed ({exc}); launching through Numba",
@@ -267,7 +288,7 @@ class CudaBackend:
         self._launch_eager(op, args)  # compiles on the first launch
         if self._output_launch is None:
             with cuda.gpus[self._gpu_index]:
-                prepared = _OutputLaunch.prepare(self._kernel, self._configured(), args, op)
+                prepared = _OutputLaunch.prepare(self._kernel, self._configured(), args, op, self.grid, self.block)
             self._output_launch = prepared or False
 
     def capture(self, ops: tuple[int, ...]) -> None:

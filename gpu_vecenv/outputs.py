@@ -69,13 +69,18 @@ class SlotOutputs(NamedTuple):
 # keeps 8 MB.
 _BATCH_SLOTS = 64
 # With copy=True, the kernel writes the fresh outputs itself from this many bytes a launch on, by device type
-# (the env's direct_write_bytes option). On an H100 (benchmarks/results/h100_2026-12-06c/outputs/) a direct
-# launch cost 140-215 us of host time a step against 70-130 for a graph replay and a copy: slower at 65 MB
-# (0.187 against 0.175 ms a step) and 77 MB, faster at 154 MB (0.172 against 0.219) and 613 MB (0.348
-# against 0.759). On the CPU (2 cores, benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and
-# 77 MB (fresh pages fault either way, and the direct write saves reading the env's buffer), no clear
-# difference at 65 MB of 10+100, where the kernel is most of the step.
-DIRECT_WRITE_BYTES = {"cuda": 128 << 20, "cpu": 16 << 20}
+# (the env's direct_write_bytes option). Both ways a step makes a fresh slot and its views (15-50 us of host
+# time on an H100 host); the direct write then costs a launch with new pointers (12-30 us) where the copy
+# costs a graph replay (3-6 us) and a device copy of 2 x outputs / copy bandwidth (about 50 us at 65 MB):
+# benchmarks/results/h100_2026-12-06d/host_parts/. So where the kernel is longer than the host's part it
+# wins the copy's device time, and where the host sets the pace it loses about 10-25 us. Timed whole
+# (h100_2026-12-06d/outputs/): faster from 65 MB on (10+100 K=10 at 2000 games 0.122-0.127 against 0.173
+# ms a step), mixed at 19 and 38 MB. In an earlier lease whose host was about twice as slow
+# (h100_2026-12-06c/outputs/) it lost at 65 and 77 MB and won from 154 MB on. On the CPU (2 cores,
+# benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and 77 MB (fresh pages fault either way,
+# and the direct write saves reading the env's buffer), no clear difference at 65 MB of 10+100, where the
+# kernel is most of the step.
+DIRECT_WRITE_BYTES = {"cuda": 48 << 20, "cpu": 16 << 20}
 _BATCH_BYTES_GPU = 64 << 20
 _BATCH_BYTES_CPU = 8 << 20
 
@@ -174,9 +179,13 @@ class OutputArena:
     def _take_fresh(self) -> int:
         """The index of the next never-used slot of the current batch, making a batch when it is used up."""
         if self._next == len(self._fresh):
-            rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self.buffer.device)
-            self._fresh_rows = rows.unbind(0)
-            self._fresh = self._slot_views(rows)
+            if self._batch == 1:  # large outputs, a slot every step: no batch dimension to take apart
+                row = torch.empty(self.nbytes, dtype=torch.uint8, device=self.buffer.device)
+                self._fresh_rows, self._fresh = (row,), [self._row_views(row)]
+            else:
+                rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self.buffer.device)
+                self._fresh_rows = rows.unbind(0)
+                self._fresh = self._slot_views(rows)
             self._next = 0
         self._next += 1
         return self._next - 1
