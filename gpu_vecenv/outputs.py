@@ -14,8 +14,9 @@ each torch view operation costs microseconds of host time per step.
 
 Where the outputs are large, the copy costs more device time than a launch
 with new arguments costs host time, and the kernel writes the fresh slot
-itself (:meth:`OutputArena.fresh_for_kernel`). That relies on every launch
-writing every output entry, which ``python -m gpu_vecenv.check`` checks.
+itself (:meth:`OutputArena.fresh_for_kernel`), and the arena's own buffer is
+freed. That relies on every launch writing every output entry, which
+``python -m gpu_vecenv.check`` checks.
 """
 
 from __future__ import annotations
@@ -108,17 +109,35 @@ class OutputArena:
         # Rounded up to whole float32 words, so that a byte row can be viewed as float32 as a whole.
         self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        self._device = device
         self._games, self._agents = num_games, num_agents
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
         self.kernel = self.kernel_views(self.buffer)
-        self._own = self._slot_views(self.buffer.view(1, self.nbytes))[0]
+        self._own: SlotOutputs | None = self._slot_views(self.buffer.view(1, self.nbytes))[0]
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
         self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
         self._fresh_rows: tuple[torch.Tensor, ...] = ()
         self._fresh: list[SlotOutputs] = []
         self._next = 0
+
+    def free_own_buffer(self) -> None:
+        """Free the arena's own buffer, for an env whose every launch writes a fresh slot instead
+        (:meth:`fresh_for_kernel`): at large outputs it is as large as a step's outputs, and never written.
+        :attr:`kernel` keeps its shapes and dtypes over one element each (the backends' arguments until the
+        first launch replaces them); :meth:`results` is not available afterwards."""
+        g, a, d = self._games, self._agents, self.obs_dim
+        word = torch.empty(1, dtype=torch.float32, device=self._device)
+        byte = torch.empty(1, dtype=torch.uint8, device=self._device)
+        self.kernel = KernelOutputs(
+            obs=word.expand(g, a, d),
+            rewards=word.expand(g, a),
+            flags=byte.expand(5, g, a),
+            final_obs=word.expand(g, a, d) if len(self._split) == 3 else self._no_final_obs,
+        )
+        self.buffer = byte[:0]
+        self._own = None
 
     def kernel_pointers(self, row: torch.Tensor) -> tuple[int, int, int, int]:
         """The data pointers of :meth:`kernel_views` ``(row)``'s arrays, without making the views (each costs
@@ -180,10 +199,10 @@ class OutputArena:
         """The index of the next never-used slot of the current batch, making a batch when it is used up."""
         if self._next == len(self._fresh):
             if self._batch == 1:  # large outputs, a slot every step: no batch dimension to take apart
-                row = torch.empty(self.nbytes, dtype=torch.uint8, device=self.buffer.device)
+                row = torch.empty(self.nbytes, dtype=torch.uint8, device=self._device)
                 self._fresh_rows, self._fresh = (row,), [self._row_views(row)]
             else:
-                rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self.buffer.device)
+                rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self._device)
                 self._fresh_rows = rows.unbind(0)
                 self._fresh = self._slot_views(rows)
             self._next = 0
@@ -192,6 +211,8 @@ class OutputArena:
 
     def results(self, copy: bool) -> SlotOutputs:
         """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
+        if self._own is None:
+            raise RuntimeError("the output arena's buffer was freed: every launch writes a fresh slot itself")
         if not copy:
             return self._own
         i = self._take_fresh()

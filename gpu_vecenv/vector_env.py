@@ -208,6 +208,8 @@ class GpuVectorEnv(VectorEnv):
             and direct_write_bytes is not None
             and self._arena.nbytes >= direct_write_bytes
         )
+        if self.direct_write:
+            self._arena.free_own_buffer()
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,

@@ -67,6 +67,20 @@ def test_fresh_outputs_written_by_the_kernel_launch_eagerly_and_match_the_copied
     assert torch.equal(first[0], first[1])
 
 
+def test_an_env_writing_fresh_outputs_directly_allocates_no_output_buffer_of_its_own():
+    params = dict(num_envs=2000, device="cuda", num_taggers=5, num_runners=100, use_full_observation=True)
+    torch.cuda.synchronize()
+    start = torch.cuda.memory_allocated()
+    direct = gym.make_vec("WarpTag-v0", **params)
+    direct_bytes = torch.cuda.memory_allocated() - start
+    copied = gym.make_vec("WarpTag-v0", direct_write_bytes=1 << 62, **params)
+    copied_bytes = torch.cuda.memory_allocated() - start - direct_bytes
+    nbytes = copied.unwrapped._arena.nbytes  # a step's outputs: 613 MB
+    assert direct.unwrapped.direct_write and copied_bytes - direct_bytes >= nbytes
+    direct.reset(seed=0)
+    direct.step(random_actions(direct))  # and steps without one
+
+
 def test_gpu_matches_reference_at_training_size():
     envs = gym.make_vec("WarpTag-v0", num_envs=4, device="cuda", episode_length=30)
     report = compare_with_reference(envs, steps=65, seed=21)

@@ -263,6 +263,7 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, monk
     envs = make(device, autoreset_mode=mode, episode_length=6, direct_write_bytes=0)
     twin = make(device, autoreset_mode=mode, episode_length=6, copy=False)
     assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
+    assert envs.unwrapped._arena.buffer.numel() == 0  # the env keeps no output buffer of its own then
     rng = np.random.default_rng(2)
     kept = [returned_tensors(envs.reset(seed=0))]
     seen = [[t.clone() for t in returned_tensors(twin.reset(seed=0))]]
