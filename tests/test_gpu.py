@@ -75,8 +75,9 @@ def test_an_env_writing_fresh_outputs_directly_allocates_no_output_buffer_of_its
     direct_bytes = torch.cuda.memory_allocated() - start
     copied = gym.make_vec("WarpTag-v0", direct_write_bytes=1 << 62, **params)
     copied_bytes = torch.cuda.memory_allocated() - start - direct_bytes
-    nbytes = copied.unwrapped._arena.nbytes  # a step's outputs: 613 MB
-    assert direct.unwrapped.direct_write and copied_bytes - direct_bytes >= nbytes
+    nbytes = copied.unwrapped._arena.nbytes  # a step's outputs: 615 MB
+    assert direct.unwrapped.direct_write
+    assert copied_bytes >= nbytes > 10 * direct_bytes  # the games' state is about 21 MB
     direct.reset(seed=0)
     direct.step(random_actions(direct))  # and steps without one
 
