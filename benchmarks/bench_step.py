@@ -107,6 +107,7 @@ from rollout_timing import (  # noqa: E402
     device_us_per_launch,
     host_us_per_call,
     in_place_draw,
+    step_kernel_launch,
     synchronize,
     time_rollout,
 )
@@ -114,7 +115,7 @@ from sync_reference import make_sync_reference  # noqa: E402
 
 import gpu_vecenv  # noqa: E402,F401  (registers WarpTag-v0)
 from envs.tag_continuous.config import TagConfig  # noqa: E402
-from gpu_vecenv.codegen import OP_STEP, cache_dir  # noqa: E402
+from gpu_vecenv.codegen import cache_dir  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------------
 # Configurations
@@ -382,8 +383,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
     syncs = sum("synchroniz" in str(w.message).lower() for w in caught)
     # As many calls as the timed rollout had steps at most: a slow step keeps these within its time budget too.
     host_us = host_us_per_call(draw, env.step, device, calls=min(timing.host_calls, rollout["steps"]))
-    launch = env._backend.launch
-    kernel_us = device_us_per_launch(lambda: launch(OP_STEP), device, min(timing.kernel_repeats, rollout["steps"]))
+    kernel_us = device_us_per_launch(step_kernel_launch(env), device, min(timing.kernel_repeats, rollout["steps"]))
 
     moved = step_bytes(env)
     s = rollout["ms_per_step"] / 1e3

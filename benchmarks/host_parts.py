@@ -29,11 +29,10 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
-from rollout_timing import host_us_per_call, in_place_draw, time_region
+from rollout_timing import host_us_per_call, in_place_draw, step_kernel_launch, time_region
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 from gpu_vecenv.check import parse_param
-from gpu_vecenv.codegen import OP_STEP
 
 
 def pace_us(fn: Callable[[], object], device: torch.device, calls: int = 500, repeats: int = 5) -> float:
@@ -69,12 +68,10 @@ def main() -> None:
         "  load actions": lambda: env._load_actions(fixed),
     }
     if env.direct_write:
-        arena = env._arena
-        _, slot = arena.fresh_for_kernel()
-        parts["  fresh slot (fresh_for_kernel)"] = arena.fresh_for_kernel
-        parts["  launch into a fresh slot"] = lambda: env._backend.launch_into(OP_STEP, arena, slot)
+        parts["  fresh slot (fresh_for_kernel)"] = env._arena.fresh_for_kernel
+        parts["  launch into a fresh slot"] = step_kernel_launch(env)
     else:
-        parts["  launch (a graph replay on a GPU)"] = lambda: env._backend.launch(OP_STEP)
+        parts["  launch (a graph replay on a GPU)"] = step_kernel_launch(env)
         if args.copy:
             parts["  fresh outputs (copy)"] = lambda: env._arena.results(True)
     parts["rollout step (draw + step)"] = lambda: env.step(draw())

@@ -40,12 +40,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from rollout_timing import device_us_per_launch, synchronize
+from rollout_timing import device_us_per_launch, step_kernel_launch, synchronize
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 from gpu_vecenv import GpuVectorEnv
 from gpu_vecenv.check import parse_param
-from gpu_vecenv.codegen import OP_STEP
 from gpu_vecenv.definition import EnvDefinition, Phase
 
 STEP_PHASE_GROUPS = ("update_phases", "observe_phases", "reward_phases")
@@ -102,8 +101,7 @@ def kernel_us(env: GpuVectorEnv, repeats: int, warmup_steps: int, seed: int) -> 
     """Median device µs of the step kernel, from the game ``warmup_steps`` random steps after ``reset(seed)``."""
     outputs_of_rollout(env, warmup_steps, seed, keep=False)
     synchronize(env.device)
-    launch = env._backend.launch
-    return device_us_per_launch(lambda: launch(OP_STEP), env.device, repeats)
+    return device_us_per_launch(step_kernel_launch(env), env.device, repeats)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ import time
 
 import gymnasium as gym
 import torch
-from rollout_timing import copy_bandwidth, in_place_draw, time_region
+from rollout_timing import copy_bandwidth, in_place_draw, step_kernel_launch, time_region
 
 import gpu_vecenv  # noqa: F401
 
@@ -75,11 +75,12 @@ def time_config(name: str, threads: int | None = None, budget_s: float = 0.5, **
     nvec = torch.as_tensor(envs.single_action_space.nvec, device="cuda")
     fixed = (torch.rand((envs.num_envs, 2), device="cuda") * nvec).long()
     envs.step(fixed)
-    backend = envs.unwrapped._backend if hasattr(envs, "unwrapped") else envs._backend
-    launch = backend.launch
-    one = event_ms(lambda: launch(0), 3)
+    env = envs.unwrapped if hasattr(envs, "unwrapped") else envs
+    backend = env._backend
+    launch = step_kernel_launch(env)
+    one = event_ms(launch, 3)
     repeats = max(5, min(2000, int(budget_s * 1e3 / max(one, 1e-3))))
-    kernel = statistics.median(event_ms(lambda: launch(0), repeats) for _ in range(3))
+    kernel = statistics.median(event_ms(launch, repeats) for _ in range(3))
 
     draw = in_place_draw(torch.empty_like(fixed), envs.single_action_space.nvec)
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
+
+from gpu_vecenv.codegen import OP_STEP
 
 
 def synchronize(device: torch.device) -> None:
@@ -116,6 +119,19 @@ def host_us_per_call(
         per_call.append(total / burst)
     synchronize(device)
     return 1e6 * statistics.median(per_call)
+
+
+def step_kernel_launch(env: Any) -> Callable[[], None]:
+    """One launch of a ``GpuVectorEnv``'s step kernel as ``step`` makes it, on the state and actions the env
+    holds: a graph replay or eager launch into the env's outputs, or, where the kernel writes each step's
+    fresh outputs itself (``env.direct_write``: the env then has no output buffer of its own), a launch into
+    one fresh slot taken here."""
+    backend = env._backend
+    if getattr(env, "direct_write", False):
+        arena = env._arena
+        _, slot = arena.fresh_for_kernel()
+        return lambda: backend.launch_into(OP_STEP, arena, slot)
+    return lambda: backend.launch(OP_STEP)
 
 
 def device_us_per_launch(launch: Callable[[], object], device: torch.device, repeats: int) -> float:

@@ -77,6 +77,12 @@ def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor
 _OUTPUT_ARRAYS = 4
 
 
+def _refuse_freed_outputs(freed: bool) -> None:
+    if freed:
+        # Stand-ins of one element: a launch would run the game and write every output into it.
+        raise RuntimeError("the env's output buffer was freed: each launch writes a fresh slot (launch_into)")
+
+
 class CpuBackend:
     """Runs the env's ``numba.njit(parallel=True)`` function, ``prange`` over games."""
 
@@ -92,8 +98,11 @@ class CpuBackend:
         self._definition = definition
         self._run = load_kernel_module(definition, "cpu").run
         self._args = tuple(t.numpy() for t in _kernel_tensors(buffers, params, actions, out))
+        self._outputs_freed = out.freed
 
     def launch(self, op: int) -> None:
+        """Run ``op`` with the outputs written to the env's own buffer."""
+        _refuse_freed_outputs(self._outputs_freed)
         self._call(self._args, op)
 
     def launch_into(self, op: int, arena: OutputArena, row: torch.Tensor) -> None:
@@ -131,13 +140,14 @@ class _OutputLaunch:
     backend then launches through Numba.
     """
 
-    def __init__(self, function: Any, values: list[int], pointer_slots: tuple[int, ...], op_slot: int,
+    def __init__(self, kernel: Any, values: list[int], pointer_slots: tuple[int, ...], op_slot: int,
                  grid: int, block: int) -> None:  # fmt: skip
         from cuda.bindings import driver
 
         self._driver = driver
+        self._kernel = kernel  # owns the handle below
         # cuLaunchKernel takes a CUkernel (cuda.core's handle) where it takes a CUfunction.
-        self._function = driver.CUfunction(int(function))
+        self._function = driver.CUfunction(int(kernel.handle))
         self._values = (ctypes.c_uint64 * len(values))(*(v & 0xFFFF_FFFF_FFFF_FFFF for v in values))
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * len(values))(*(base + 8 * i for i in range(len(values))))
@@ -160,17 +170,20 @@ class _OutputLaunch:
             if compiled.debug or compiled.extensions or compiled.cooperative or special or launcher.sharedmem:
                 return None
             params: list[Any] = []
+            copied_back: list[Any] = []  # host arrays Numba would copy to the device for one launch: none here
             slots = []
             for i, (kind, value) in enumerate(zip(compiled.argument_types, (*args, op), strict=True)):
                 start = len(params)
-                compiled._prepare_args(kind, value, launcher.stream, [], params)
+                compiled._prepare_args(kind, value, launcher.stream, copied_back, params)
                 if len(args) - _OUTPUT_ARRAYS <= i < len(args):
                     # An array's parameters: meminfo, parent, size, itemsize, then the data pointer.
                     pointer = value.__cuda_array_interface__["data"][0]
                     if not isinstance(kind, numba_types.Array) or params[start + 4] != pointer:
                         return None
                     slots.append(start + 4)
-            if not isinstance(compiled.argument_types[-1], numba_types.Integer) or len(params) != start + 1:
+            if copied_back or not isinstance(compiled.argument_types[-1], numba_types.Integer):
+                return None
+            if len(params) != start + 1:
                 return None
             kernel = compiled._codelibrary.get_cufunc().kernel
             # Every parameter must be one 8-byte value, where the compiled kernel says so too.
@@ -178,7 +191,7 @@ class _OutputLaunch:
             sizes = [info.size for info in kernel.arguments_info]
             if not all(isinstance(v, int) for v in values) or sizes != [8] * len(values):
                 return None
-            return cls(kernel.handle, values, tuple(slots), start, grid, block)
+            return cls(kernel, values, tuple(slots), start, grid, block)
         except Exception:  # noqa: BLE001  (whatever differs, Numba's own launch still works)
             return None
 
@@ -223,6 +236,7 @@ class CudaBackend:
         else:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
+        self._outputs_freed = out.freed
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
@@ -258,6 +272,7 @@ class CudaBackend:
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
+        _refuse_freed_outputs(self._outputs_freed)
         graph = self._graphs.get(op)
         if graph is not None:
             graph.replay()
@@ -296,6 +311,7 @@ class CudaBackend:
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
+        _refuse_freed_outputs(self._outputs_freed)
         for op in ops:
             if not self.cuda_graphs or op in self._graphs:
                 continue

@@ -29,12 +29,14 @@ import torch
 
 @dataclass(frozen=True)
 class KernelOutputs:
-    """The arena as the kernel sees it: per-game shapes."""
+    """The arena as the kernel sees it: per-game shapes. ``freed``: stand-ins over one element each for an
+    arena whose buffer was freed (:meth:`OutputArena.free_own_buffer`), which no launch may write."""
 
     obs: torch.Tensor
     rewards: torch.Tensor
     flags: torch.Tensor
     final_obs: torch.Tensor
+    freed: bool = False
 
     def arrays(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(obs, rewards, flags, final_obs)``: the kernel's last four array arguments, in its order."""
@@ -125,8 +127,9 @@ class OutputArena:
     def free_own_buffer(self) -> None:
         """Free the arena's own buffer, for an env whose every launch writes a fresh slot instead
         (:meth:`fresh_for_kernel`): at large outputs it is as large as a step's outputs, and never written.
-        :attr:`kernel` keeps its shapes and dtypes over one element each (the backends' arguments until the
-        first launch replaces them); :meth:`results` is not available afterwards."""
+        :attr:`kernel` keeps its shapes and dtypes over one element each, for the backends' arguments but
+        the outputs, which each ``launch_into`` replaces; their ``launch`` refuses such outputs, and
+        :meth:`results` is not available afterwards."""
         g, a, d = self._games, self._agents, self.obs_dim
         word = torch.empty(1, dtype=torch.float32, device=self._device)
         byte = torch.empty(1, dtype=torch.uint8, device=self._device)
@@ -135,6 +138,7 @@ class OutputArena:
             rewards=word.expand(g, a),
             flags=byte.expand(5, g, a),
             final_obs=word.expand(g, a, d) if len(self._split) == 3 else self._no_final_obs,
+            freed=True,
         )
         self.buffer = byte[:0]
         self._own = None

@@ -202,13 +202,13 @@ class GpuVectorEnv(VectorEnv):
         # default for a hand-written kernel: that every launch writes every output cannot be checked on the CPU.
         if direct_write_bytes is None:
             direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type] if definition.cuda_kernel is None else None
-        self.direct_write = (
+        self._direct_write = (
             self.copy
             and self.backend != "reference"
             and direct_write_bytes is not None
             and self._arena.nbytes >= direct_write_bytes
         )
-        if self.direct_write:
+        if self._direct_write:
             self._arena.free_own_buffer()
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
@@ -236,6 +236,12 @@ class GpuVectorEnv(VectorEnv):
                       for role, ids in definition.roles.items()}  # fmt: skip
         self._seed_games(self._fresh_entropy(), torch.ones(self.num_games, dtype=torch.bool, device=self.device))
         self._needs_reset = True
+
+    @property
+    def direct_write(self) -> bool:
+        """Whether each launch writes a fresh set of outputs itself (``copy=True`` and outputs of at least
+        ``direct_write_bytes``); fixed when the env is made, since the env then keeps no output buffer."""
+        return self._direct_write
 
     # Gymnasium's batched Box stores bounds for every slot (gigabytes for millions of agents), so the batched
     # spaces are made on first use only.

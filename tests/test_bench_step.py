@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
+
+import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -179,3 +182,17 @@ def test_the_register_cap_option_takes_a_cap_none_or_auto():
     for text in ("256", "forty"):
         with pytest.raises(argparse.ArgumentTypeError, match=r"expected an integer in \[16, 255\], 'none' or 'auto'"):
             register_cap(text)
+
+
+def test_the_kernel_column_launches_a_direct_write_env_into_a_fresh_slot(monkeypatch):
+    # Such an env has freed its own output buffer, and its backend refuses to launch into it.
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from rollout_timing import step_kernel_launch
+
+    envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", direct_write_bytes=0)
+    envs.reset(seed=0)
+    assert envs.unwrapped.direct_write
+    step_kernel_launch(envs.unwrapped)()
+    copied = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu")
+    copied.reset(seed=0)
+    step_kernel_launch(copied.unwrapped)()

@@ -80,6 +80,8 @@ def test_an_env_writing_fresh_outputs_directly_allocates_no_output_buffer_of_its
     assert copied_bytes >= nbytes > 10 * direct_bytes  # the games' state is about 21 MB
     direct.reset(seed=0)
     direct.step(random_actions(direct))  # and steps without one
+    direct.close()
+    copied.close()
 
 
 def test_gpu_matches_reference_at_training_size():

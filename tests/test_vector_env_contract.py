@@ -246,8 +246,9 @@ def returned_tensors(returned):
     return [t for part in returned for t in returned_tensors(part)]
 
 
+@pytest.mark.parametrize("slots", ["batched", "one a batch"])
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
-def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, monkeypatch):
+def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slots, monkeypatch):
     # direct_write_bytes=0: every copy=True launch writes a fresh set of outputs itself rather than the env's
     # buffers and a copy of them. What each call returns must be what a copy=False twin shows at the same
     # call, episode ends and a masked reset included, and must stay so, in memory of its own. Each fresh
@@ -260,10 +261,19 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, monk
         return i
 
     monkeypatch.setattr(outputs.OutputArena, "_take_fresh", take_poisoned)
+    if slots == "one a batch":  # as outputs larger than a batch's bytes are made
+        monkeypatch.setattr(outputs, "_BATCH_BYTES_CPU", 1)
+        monkeypatch.setattr(outputs, "_BATCH_BYTES_GPU", 1)
     envs = make(device, autoreset_mode=mode, episode_length=6, direct_write_bytes=0)
     twin = make(device, autoreset_mode=mode, episode_length=6, copy=False)
     assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
-    assert envs.unwrapped._arena.buffer.numel() == 0  # the env keeps no output buffer of its own then
+    arena = envs.unwrapped._arena
+    assert (arena._batch == 1) == (slots == "one a batch")
+    # The env keeps no output buffer of its own then, and its backend refuses to launch into the stand-ins.
+    assert arena.buffer.numel() == 0
+    assert all(t.untyped_storage().nbytes() <= 4 for t in arena.kernel.arrays())
+    with pytest.raises(RuntimeError, match="output buffer was freed"):
+        envs.unwrapped._backend.launch(0)
     rng = np.random.default_rng(2)
     kept = [returned_tensors(envs.reset(seed=0))]
     seen = [[t.clone() for t in returned_tensors(twin.reset(seed=0))]]
