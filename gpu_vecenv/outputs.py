@@ -127,9 +127,9 @@ class OutputArena:
     def free_own_buffer(self) -> None:
         """Free the arena's own buffer, for an env whose every launch writes a fresh slot instead
         (:meth:`fresh_for_kernel`): at large outputs it is as large as a step's outputs, and never written.
-        :attr:`kernel` keeps its shapes and dtypes over one element each, for the backends' arguments but
-        the outputs, which each ``launch_into`` replaces; their ``launch`` refuses such outputs, and
-        :meth:`results` is not available afterwards."""
+        :attr:`kernel` then holds stand-ins of the same shapes and dtypes over one element each, marked
+        ``freed``: the backends take them but never launch with them (``launch`` refuses; ``launch_into``
+        passes each step's fresh slot instead), and :meth:`results` is not available afterwards."""
         g, a, d = self._games, self._agents, self.obs_dim
         word = torch.empty(1, dtype=torch.float32, device=self._device)
         byte = torch.empty(1, dtype=torch.uint8, device=self._device)
