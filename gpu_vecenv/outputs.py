@@ -116,7 +116,7 @@ class OutputArena:
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
         self.kernel = self.kernel_views(self.buffer)
-        self._own: SlotOutputs | None = self._slot_views(self.buffer.view(1, self.nbytes))[0]
+        self._own: SlotOutputs | None = self._row_views(self.buffer)
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
         self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
@@ -166,7 +166,7 @@ class OutputArena:
     def _row_views(self, row: torch.Tensor) -> SlotOutputs:
         """The outputs of one row (``(nbytes,)`` uint8), made with one ``split`` for the floats and one for the
         flags: fewer torch operations than :meth:`_slot_views` takes for a batch of one row, which large
-        outputs take every step (benchmarks/results/cpu_2026-12-06_row_views/)."""
+        outputs (one slot a batch) take every step (benchmarks/results/cpu_2026-12-06_row_views/)."""
         n, d = self.num_envs, self.obs_dim
         parts = row[: self._float_bytes].view(torch.float32).split_with_sizes(self._split)
         flags = row[self._float_bytes : self._float_bytes + 5 * n].view(torch.bool).split(n)
@@ -178,8 +178,6 @@ class OutputArena:
     def _slot_views(self, rows: torch.Tensor) -> list[SlotOutputs]:
         """The outputs of every row of ``rows`` (``(count, nbytes)`` uint8), made with one ``unbind`` each."""
         count, n, d = rows.shape[0], self.num_envs, self.obs_dim
-        if count == 1:
-            return [self._row_views(rows[0])]
         floats = rows.view(torch.float32)
         flags = rows[:, self._float_bytes :].view(torch.bool)
         obs = floats[:, : n * d].view(count, n, d).unbind(0)
