@@ -35,6 +35,7 @@ from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
 from gpu_vecenv.outputs import KernelOutputs, OutputArena
 from gpu_vecenv.shared import SIMULATOR
+from gpu_vecenv.stream_ops import StreamOps
 
 
 def round_up_to_warps(threads: int) -> int:
@@ -237,6 +238,7 @@ class CudaBackend:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
         self._outputs_freed = out.freed
+        self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
@@ -246,7 +248,7 @@ class CudaBackend:
     def _configured(self) -> Any:
         if SIMULATOR:
             return self._kernel[self.grid, self.block]
-        handle = torch.cuda.current_stream(self.device).cuda_stream
+        handle = self._stream_ops.stream_handle()
         if handle != self._stream_handle:
             # Rebuilt only when the caller switched torch streams (or a graph is being captured).
             with cuda.gpus[self._gpu_index]:
@@ -275,7 +277,7 @@ class CudaBackend:
         _refuse_freed_outputs(self._outputs_freed)
         graph = self._graphs.get(op)
         if graph is not None:
-            graph.replay()
+            self._stream_ops.replay(graph)
         else:
             self._launch_eager(op)
 

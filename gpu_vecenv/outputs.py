@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import torch
 
+from gpu_vecenv.stream_ops import StreamOps
+
 
 @dataclass(frozen=True)
 class KernelOutputs:
@@ -112,6 +114,7 @@ class OutputArena:
         self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         self._device = device
+        self._stream_ops = StreamOps(device)
         self._games, self._agents = num_games, num_agents
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
@@ -218,7 +221,7 @@ class OutputArena:
         if not copy:
             return self._own
         i = self._take_fresh()
-        self._fresh_rows[i].copy_(self.buffer)
+        self._stream_ops.copy(self._fresh_rows[i], self.buffer)
         return self._fresh[i]
 
     def fresh_for_kernel(self) -> tuple[SlotOutputs, torch.Tensor]:
