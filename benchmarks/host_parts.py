@@ -65,7 +65,6 @@ def primitives(env: Any, actions: torch.Tensor) -> dict[str, Callable[[], object
     graph = env._backend._graphs.get(OP_STEP) if hasattr(env._backend, "_graphs") else None
     if graph is not None:
         parts["graph replay (torch)"] = graph.replay
-        parts["graph replay (StreamOps)"] = lambda: ops.replay(graph)
     print(f"StreamOps through the driver: {ops.through_driver}")
     return parts
 

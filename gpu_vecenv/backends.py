@@ -277,7 +277,7 @@ class CudaBackend:
         _refuse_freed_outputs(self._outputs_freed)
         graph = self._graphs.get(op)
         if graph is not None:
-            self._stream_ops.replay(graph)
+            graph.replay()
         else:
             self._launch_eager(op)
 
