@@ -12,7 +12,9 @@ synchronous and both are the wall time. Parts:
 the in-place action draw, ``step`` with fixed actions and, inside it, loading
 the actions and the kernel launch (a graph replay) and, with ``--copy``,
 handing out the fresh outputs (the copy), and the whole rollout step (draw +
-``step``). Where ``copy=True`` outputs are written by the kernel itself
+``step``); on a GPU, where the step's graph copies the outputs itself
+(``gpu_vecenv/slot_copy.py``), that graph's replay (with a fresh slot now and
+then) beside the kernel's graph alone. Where ``copy=True`` outputs are written by the kernel itself
 (``--direct-write-bytes``, or outputs over the default threshold), the parts
 inside ``step`` are the fresh slot (``fresh_for_kernel``, an allocation now
 and then and its views) and the eager launch into it. When a part's pace equals its host time, the host
@@ -100,6 +102,9 @@ def main() -> None:
     if env.direct_write:
         parts["  fresh slot (fresh_for_kernel)"] = env._arena.fresh_for_kernel
         parts["  launch into a fresh slot"] = step_kernel_launch(env)
+    elif args.copy and getattr(env._backend, "_copy_graphs", None):
+        parts["  launch copying (one graph: kernel + copy)"] = lambda: env._backend.launch_copying(OP_STEP, env._arena)
+        parts["  launch (the kernel's graph alone)"] = step_kernel_launch(env)
     else:
         parts["  launch (a graph replay on a GPU)"] = step_kernel_launch(env)
         if args.copy:

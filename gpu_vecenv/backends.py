@@ -33,8 +33,9 @@ from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
-from gpu_vecenv.outputs import KernelOutputs, OutputArena
+from gpu_vecenv.outputs import KernelOutputs, OutputArena, SlotOutputs
 from gpu_vecenv.shared import SIMULATOR
+from gpu_vecenv.slot_copy import SlotCopy
 from gpu_vecenv.stream_ops import StreamOps
 
 
@@ -117,8 +118,12 @@ class CpuBackend:
         except NumbaError as exc:  # raised by the first call, which compiles
             raise KernelCompileError(self._definition, "cpu", exc) from exc
 
-    def capture(self, ops: tuple[int, ...]) -> None:
+    def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Nothing to capture on the CPU."""
+
+    def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
+        """``None``: on the CPU the env copies the outputs itself."""
+        return None
 
 
 class _OutputLaunch:
@@ -242,6 +247,7 @@ class CudaBackend:
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
         # launch_into's fast path, made after its first launch (None: not made yet, False: not available).
         self._output_launch: _OutputLaunch | bool | None = None
 
@@ -308,8 +314,10 @@ class CudaBackend:
                 prepared = _OutputLaunch.prepare(self._kernel, self._configured(), args, op, self.grid, self.block)
             self._output_launch = prepared or False
 
-    def capture(self, ops: tuple[int, ...]) -> None:
+    def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Capture a CUDA graph of each of ``ops`` (once); needs the kernel compiled, i.e. one launch done.
+        With ``copy_into`` (the env's arena, for ``copy=True``), also a graph of each that then copies the
+        outputs into the arena's next fresh slot (:mod:`gpu_vecenv.slot_copy`), for :meth:`launch_copying`.
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
@@ -326,7 +334,43 @@ class CudaBackend:
                 self.cuda_graphs = False
                 return
             self._graphs[op] = graph
+        if copy_into is not None and self.cuda_graphs and not self._copy_graphs:
+            self._capture_copying(ops, copy_into)
+
+    def _capture_copying(self, ops: tuple[int, ...], arena: OutputArena) -> None:
+        try:
+            slot_copy = SlotCopy(arena.buffer, arena.ring())
+            with torch.cuda.device(self.device):
+                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied.
+                slot_copy.launch(self._configured().stream)
+                graphs = {}
+                for op in ops:
+                    graph = graphs[op] = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        self._launch_eager(op)
+                        slot_copy.launch(self._configured().stream)
+        except Exception as exc:  # noqa: BLE001  (the step then copies from the host, as without this graph)
+            warnings.warn(f"gpu_vecenv: capturing the outputs' copy failed ({exc}); copying from the host",
+                          stacklevel=4)  # fmt: skip
+            return
+        arena.forget_ring()  # the compiling launch above advanced the ring's entry 0
+        self._copy_graphs = graphs
+
+    def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
+        """Replay ``op``'s graph that also copies the outputs into ``arena``'s next fresh slot, and return that
+        slot's outputs; ``None`` (nothing launched) where no such graph was captured."""
+        graph = self._copy_graphs.get(op)
+        if graph is None:
+            return None
+        out = arena.ring_slot()
+        try:
+            graph.replay()
+        except BaseException:
+            arena.forget_ring()
+            raise
+        return out
 
     def close(self) -> None:
         self._graphs.clear()
+        self._copy_graphs.clear()
         self._args = ()

@@ -482,9 +482,14 @@ class GpuVectorEnv(VectorEnv):
             out, row = self._arena.fresh_for_kernel()
             self._backend.launch_into(op, self._arena, row)
             return out
+        if self.copy:
+            # On a GPU, once captured: one graph replay that also copies the outputs into a fresh slot.
+            copied = self._backend.launch_copying(op, self._arena)
+            if copied is not None:
+                return copied
         self._backend.launch(op)
         if op == OP_RESET:
-            self._backend.capture((OP_STEP, OP_RESET))
+            self._backend.capture((OP_STEP, OP_RESET), self._arena if self.copy else None)
         return self._arena.results(self.copy)
 
     def _game_mask(self, mask: Any) -> torch.Tensor:
