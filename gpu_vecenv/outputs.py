@@ -112,8 +112,9 @@ class OutputArena:
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
         self._float_bytes = 4 * sum(self._split)
         flag_bytes = 5 * self.num_envs
-        # Rounded up to whole float32 words, so that a byte row can be viewed as float32 as a whole.
-        self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
+        # Rounded up to whole 8-byte words: a byte row can be viewed as float32 as a whole, and a step's graph
+        # copies it in 8-byte words into slots that each start on one (gpu_vecenv/slot_copy.py).
+        self.nbytes = self._float_bytes + 8 * ((flag_bytes + 7) // 8)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         self._device = device
         self._stream_ops = StreamOps(device)
@@ -242,14 +243,14 @@ class OutputArena:
     def ring_slot(self) -> SlotOutputs:
         """The fresh outputs that the next copy through :meth:`ring` writes, on the current stream: the next
         never-used slot. When it starts a batch (or the ring was left otherwise, see :meth:`forget_ring`), the
-        batch's slot addresses and the slot's index are written into the ring first, on the current stream:
-        an asynchronous copy from pinned memory, once a batch."""
+        batch's slot addresses and the slot's index are written into the ring first, on the current stream,
+        once a batch: an asynchronous copy from pageable memory, which CUDA stages before the call returns
+        (no device sync, and nothing to keep alive afterwards)."""
         i = self._take_fresh()
         if self._ring_next != (self._batches_made, i):
             addresses = [row.data_ptr() for row in self._fresh_rows]
             values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
-            pinned = self._device.type == "cuda"
-            self.ring().copy_(torch.tensor(values, dtype=torch.int64, pin_memory=pinned), non_blocking=pinned)
+            self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
         self._ring_next = (self._batches_made, i + 1)
         return self._fresh[i]
 

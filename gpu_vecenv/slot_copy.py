@@ -12,10 +12,11 @@ small int64 device array, the ring, and the second adds one to ``ring[0]``,
 so that the next replay writes the next slot. The host writes a batch's slot
 addresses and the index of the next slot into the ring once a batch
 (:meth:`OutputArena.ring_slot`, an asynchronous copy from pinned memory on the
-current stream), so that a step is one graph replay and no copy call.
+current stream), so that a step is one graph replay and no copy call. The arena and every slot are whole
+8-byte words, copied a word a thread.
 
 The copy kernel turns an address into a pointer, which Numba's array model
-has no word for: :func:`_int32_pointer` is that one LLVM instruction. It runs
+has no word for: :func:`_int64_pointer` is that one LLVM instruction. It runs
 only on a real GPU (the CUDA simulator runs no graphs), where the backend
 captures it; where it cannot be compiled or captured, the backend says so and
 the step copies from the host as before.
@@ -36,9 +37,9 @@ _COPY_BLOCKS_PER_SM = 4
 
 
 @intrinsic
-def _int32_pointer(typingctx: Any, address: Any) -> Any:
-    """The device address ``address`` (an integer) as a pointer to int32 words."""
-    signature = types.CPointer(types.int32)(address)
+def _int64_pointer(typingctx: Any, address: Any) -> Any:
+    """The device address ``address`` (an integer) as a pointer to int64 words."""
+    signature = types.CPointer(types.int64)(address)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
@@ -50,7 +51,7 @@ def _int32_pointer(typingctx: Any, address: Any) -> Any:
 def copy_kernels() -> tuple[Any, Any]:
     """``(copy_to_slot, advance)``, compiled at their first launch.
 
-    ``copy_to_slot(words, ring)``: ``words`` (int32, the arena's bytes) to the
+    ``copy_to_slot(words, ring)``: ``words`` (int64, the arena's bytes) to the
     address ``ring[1 + ring[0]]``; nothing where ``ring[0]`` is outside the
     ring or the address is 0 (a ring not yet written). ``advance(ring)``:
     ``ring[0] += 1``, one thread.
@@ -65,7 +66,7 @@ def copy_kernels() -> tuple[Any, Any]:
         address = ring[1 + slot]
         if address == 0:
             return
-        target = _int32_pointer(address)
+        target = _int64_pointer(address)
         for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
             target[i] = words[i]
 
@@ -78,11 +79,11 @@ def copy_kernels() -> tuple[Any, Any]:
 
 
 class SlotCopy:
-    """The two launches that copy ``buffer`` (an arena's ``(nbytes,)`` uint8 bytes, ``nbytes`` a multiple of 4)
+    """The two launches that copy ``buffer`` (an arena's ``(nbytes,)`` uint8 bytes, ``nbytes`` a multiple of 8)
     into the slot ``ring`` (int64, on the same GPU) names, on a given Numba stream: to be captured in a graph."""
 
     def __init__(self, buffer: torch.Tensor, ring: torch.Tensor) -> None:
-        words = buffer.view(torch.int32)
+        words = buffer.view(torch.int64)
         self._words = cuda.as_cuda_array(words)
         self._ring = cuda.as_cuda_array(ring)
         multiprocessors = torch.cuda.get_device_properties(buffer.device).multi_processor_count

@@ -238,6 +238,7 @@ def test_the_ring_names_each_batchs_slots_once_and_again_when_forgotten():
     arena = outputs.OutputArena(3, 7, 5, False, torch.device("cpu"), batch_bytes=3 * outputs.OutputArena(
         3, 7, 5, False, torch.device("cpu")).nbytes)  # fmt: skip
     ring = arena.ring()
+    assert arena.nbytes % 8 == 0  # slots of whole 8-byte words, which the graph's copy moves a word a thread
 
     def step():
         out = arena.ring_slot()
