@@ -114,7 +114,7 @@ class OutputArena:
         flag_bytes = 5 * self.num_envs
         # Rounded up to whole 8-byte words: a byte row can be viewed as float32 as a whole, and a step's graph
         # copies it in 8-byte words into slots that each start on one (gpu_vecenv/slot_copy.py).
-        self.nbytes = self._float_bytes + 8 * ((flag_bytes + 7) // 8)
+        self.nbytes = 8 * -(-(self._float_bytes + flag_bytes) // 8)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         self._device = device
         self._stream_ops = StreamOps(device)

@@ -260,6 +260,15 @@ def test_the_ring_names_each_batchs_slots_once_and_again_when_forgotten():
     assert fifth.obs.data_ptr() == int(ring[2]) and fifth.obs.data_ptr() != fourth.obs.data_ptr()
 
 
+@pytest.mark.parametrize("same_step", [False, True])
+@pytest.mark.parametrize("games, agents, obs_dim", [(1, 3, 4), (3, 7, 5), (2, 1, 1), (5, 11, 2)])
+def test_every_slot_is_whole_8_byte_words(games, agents, obs_dim, same_step):
+    # The step's graph copies 8-byte words (gpu_vecenv/slot_copy.py); an odd count of float32 words before
+    # the flags (3 slots x (4 + 1) here) must not leave the slot 4 bytes short of a word.
+    arena = outputs.OutputArena(games, agents, obs_dim, same_step, torch.device("cpu"))
+    assert arena.nbytes % 8 == 0 and arena.nbytes >= arena._float_bytes + 5 * games * agents
+
+
 def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
     # Above glibc's 32 MiB mmap threshold every batch would come back as fresh, faulting pages.
     cpu = outputs.OutputArena(100, 110, 73, False, torch.device("cpu"))
