@@ -10,7 +10,10 @@ Since every argument of every launch is fixed at construction (state, params,
 the env's action buffer, the output arena) and only ``op`` varies, the CUDA
 backend captures one CUDA graph per ``op`` right after the first, eager,
 launch (inside the first ``reset``, since capturing synchronizes the device);
-a ``step`` is then one graph replay on the current stream.
+a ``step`` is then one graph replay on the current stream. For an env with
+``copy=True`` it also captures, per ``op``, a graph that then copies the outputs
+into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
+:meth:`CudaBackend.launch_copying`), so that a copying step is one replay too.
 
 ``launch_into`` runs one launch with other output buffers than those fixed at
 construction (the env's fresh outputs for a large ``copy=True`` step): an
@@ -248,6 +251,7 @@ class CudaBackend:
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._copy_capture_failed = False
         # launch_into's fast path, made after its first launch (None: not made yet, False: not available).
         self._output_launch: _OutputLaunch | bool | None = None
 
@@ -334,7 +338,7 @@ class CudaBackend:
                 self.cuda_graphs = False
                 return
             self._graphs[op] = graph
-        if copy_into is not None and self.cuda_graphs and not self._copy_graphs:
+        if copy_into is not None and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
             self._capture_copying(ops, copy_into)
 
     def _capture_copying(self, ops: tuple[int, ...], arena: OutputArena) -> None:
@@ -352,6 +356,7 @@ class CudaBackend:
         except Exception as exc:  # noqa: BLE001  (the step then copies from the host, as without this graph)
             warnings.warn(f"gpu_vecenv: capturing the outputs' copy failed ({exc}); copying from the host",
                           stacklevel=4)  # fmt: skip
+            self._copy_capture_failed = True  # not tried again at every reset
             return
         arena.forget_ring()  # the compiling launch above advanced the ring's entry 0
         self._copy_graphs = graphs

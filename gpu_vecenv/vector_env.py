@@ -97,8 +97,9 @@ class GpuVectorEnv(VectorEnv):
         autoreset_mode: an :class:`AutoresetMode` (or its value string);
             ``NEXT_STEP`` by default.
         copy: ``True`` (default): every returned tensor is fresh and never
-            changes afterwards. ``False``: ``step``/``reset`` return views of
-            the env's output buffers, overwritten by the next call.
+            changes afterwards (a device copy of the outputs, on a GPU made
+            inside the step's CUDA graph). ``False``: ``step``/``reset`` return
+            views of the env's output buffers, overwritten by the next call.
         strict: check action ranges at every ``step`` and raise before the
             launch; costs one device-to-host sync per step. Otherwise an
             out-of-range action acts as a no-op and is reported by the next
