@@ -10,7 +10,7 @@ DIR/bench_step.md (a summary with ratios, for the README).
 
 Every row builds ``gym.make_vec("WarpTag-v0", num_envs=games, ...)``, resets it
 with ``seed=0`` and times a rollout: random actions drawn on the env's device
-(in place into one tensor, one ``random_`` a component, as for WarpDrive),
+(in place into one tensor, one ``random_`` for all components of equal levels, as for WarpDrive),
 ``step`` with NEXT_STEP autoreset, no host sync inside the timed loop (on a GPU,
 torch's sync-debug mode counts any torch op that syncs there). Per row:
 

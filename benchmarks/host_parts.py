@@ -12,11 +12,14 @@ synchronous and both are the wall time. Parts:
 the in-place action draw, ``step`` with fixed actions and, inside it, loading
 the actions and the kernel launch (a graph replay) and, with ``--copy``,
 handing out the fresh outputs (the copy), and the whole rollout step (draw +
-``step``). Where ``copy=True`` outputs are written by the kernel itself
+``step``); on a GPU, where the step's graph copies the outputs itself
+(``gpu_vecenv/slot_copy.py``), that graph's replay (with a fresh slot now and
+then) beside the kernel's graph alone. Where ``copy=True`` outputs are written by the kernel itself
 (``--direct-write-bytes``, or outputs over the default threshold), the parts
 inside ``step`` are the fresh slot (``fresh_for_kernel``, an allocation now
 and then and its views) and the eager launch into it. When a part's pace equals its host time, the host
-decides it; when it is larger, the device does.
+decides it; when it is larger, the device does. With ``--primitives``, also the torch calls of those parts
+beside the CUDA driver calls that can replace them (``gpu_vecenv/stream_ops.py``), each alone.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import torch
@@ -33,11 +37,38 @@ from rollout_timing import host_us_per_call, in_place_draw, step_kernel_launch, 
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 from gpu_vecenv.check import parse_param
+from gpu_vecenv.codegen import OP_STEP
 
 
 def pace_us(fn: Callable[[], object], device: torch.device, calls: int = 500, repeats: int = 5) -> float:
     """Median over ``repeats`` runs of ``calls`` back-to-back calls (CUDA events on a GPU), per call."""
     return 1e6 * statistics.median(time_region(fn, calls, device) / calls for _ in range(repeats))
+
+
+def primitives(env: Any, actions: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The torch calls inside ``step`` and the driver calls of ``StreamOps`` that can replace them, alone."""
+    from gpu_vecenv.stream_ops import StreamOps
+
+    ops = StreamOps(env.device)
+    index = env.device.index or 0
+    outputs = env._arena.buffer if env._arena.buffer.numel() else torch.empty(env._arena.nbytes, dtype=torch.uint8,
+                                                                               device=env.device)  # fmt: skip
+    slot = torch.empty_like(outputs)
+    target = env._action_views[actions.shape]
+    parts: dict[str, Callable[[], object]] = {
+        "outputs copy (torch copy_)": lambda: slot.copy_(outputs),
+        "outputs copy (StreamOps)": lambda: ops.copy(slot, outputs),
+        "actions copy (torch copy_)": lambda: target.copy_(actions),
+        "actions copy (StreamOps)": lambda: ops.copy(target, actions),
+    }
+    if env.device.type == "cuda":
+        parts["current stream (torch.cuda)"] = lambda: torch.cuda.current_stream(index).cuda_stream
+        parts["current stream (StreamOps)"] = ops.stream_handle
+    graph = env._backend._graphs.get(OP_STEP) if hasattr(env._backend, "_graphs") else None
+    if graph is not None:
+        parts["graph replay (torch)"] = graph.replay
+    print(f"StreamOps through the driver: {ops.through_driver}")
+    return parts
 
 
 def main() -> None:
@@ -47,6 +78,7 @@ def main() -> None:
     parser.add_argument("--direct-write-bytes", type=int, metavar="N", help="make_vec's direct_write_bytes")
     parser.add_argument("--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu, where every call is synchronous")
+    parser.add_argument("--primitives", action="store_true", help="also time torch's and the driver's calls alone")
     parser.add_argument("--out", type=Path, help="also write the figures here as JSON")
     args = parser.parse_args()
     device = torch.device(args.device)
@@ -70,11 +102,16 @@ def main() -> None:
     if env.direct_write:
         parts["  fresh slot (fresh_for_kernel)"] = env._arena.fresh_for_kernel
         parts["  launch into a fresh slot"] = step_kernel_launch(env)
+    elif args.copy and getattr(env._backend, "_copy_graphs", None):
+        parts["  launch copying (one graph: kernel + copy)"] = lambda: env._backend.launch_copying(OP_STEP, env._arena)
+        parts["  launch (the kernel's graph alone)"] = step_kernel_launch(env)
     else:
         parts["  launch (a graph replay on a GPU)"] = step_kernel_launch(env)
         if args.copy:
             parts["  fresh outputs (copy)"] = lambda: env._arena.results(True)
     parts["rollout step (draw + step)"] = lambda: env.step(draw())
+    if args.primitives:
+        parts.update(primitives(env, fixed))
     rows = {}
     for name, fn in parts.items():
         for _ in range(50):

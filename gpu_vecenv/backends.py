@@ -10,7 +10,10 @@ Since every argument of every launch is fixed at construction (state, params,
 the env's action buffer, the output arena) and only ``op`` varies, the CUDA
 backend captures one CUDA graph per ``op`` right after the first, eager,
 launch (inside the first ``reset``, since capturing synchronizes the device);
-a ``step`` is then one graph replay on the current stream.
+a ``step`` is then one graph replay on the current stream. For an env with
+``copy=True`` it also captures, per ``op``, a graph that then copies the outputs
+into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
+:meth:`CudaBackend.launch_copying`), so that a copying step is one replay too.
 
 ``launch_into`` runs one launch with other output buffers than those fixed at
 construction (the env's fresh outputs for a large ``copy=True`` step): an
@@ -33,8 +36,10 @@ from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
-from gpu_vecenv.outputs import KernelOutputs, OutputArena
+from gpu_vecenv.outputs import KernelOutputs, OutputArena, SlotOutputs
 from gpu_vecenv.shared import SIMULATOR
+from gpu_vecenv.slot_copy import SlotCopy
+from gpu_vecenv.stream_ops import StreamOps
 
 
 def round_up_to_warps(threads: int) -> int:
@@ -116,8 +121,12 @@ class CpuBackend:
         except NumbaError as exc:  # raised by the first call, which compiles
             raise KernelCompileError(self._definition, "cpu", exc) from exc
 
-    def capture(self, ops: tuple[int, ...]) -> None:
+    def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Nothing to capture on the CPU."""
+
+    def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
+        """``None``: on the CPU the env copies the outputs itself."""
+        return None
 
 
 class _OutputLaunch:
@@ -237,16 +246,19 @@ class CudaBackend:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
         self._outputs_freed = out.freed
+        self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._copy_capture_failed = False
         # launch_into's fast path, made after its first launch (None: not made yet, False: not available).
         self._output_launch: _OutputLaunch | bool | None = None
 
     def _configured(self) -> Any:
         if SIMULATOR:
             return self._kernel[self.grid, self.block]
-        handle = torch.cuda.current_stream(self.device).cuda_stream
+        handle = self._stream_ops.stream_handle()
         if handle != self._stream_handle:
             # Rebuilt only when the caller switched torch streams (or a graph is being captured).
             with cuda.gpus[self._gpu_index]:
@@ -306,8 +318,10 @@ class CudaBackend:
                 prepared = _OutputLaunch.prepare(self._kernel, self._configured(), args, op, self.grid, self.block)
             self._output_launch = prepared or False
 
-    def capture(self, ops: tuple[int, ...]) -> None:
+    def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Capture a CUDA graph of each of ``ops`` (once); needs the kernel compiled, i.e. one launch done.
+        With ``copy_into`` (the env's arena, for ``copy=True``), also a graph of each that then copies the
+        outputs into the arena's next fresh slot (:mod:`gpu_vecenv.slot_copy`), for :meth:`launch_copying`.
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
@@ -324,7 +338,44 @@ class CudaBackend:
                 self.cuda_graphs = False
                 return
             self._graphs[op] = graph
+        if copy_into is not None and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
+            self._capture_copying(ops, copy_into)
+
+    def _capture_copying(self, ops: tuple[int, ...], arena: OutputArena) -> None:
+        try:
+            slot_copy = SlotCopy(arena.buffer, arena.ring())
+            with torch.cuda.device(self.device):
+                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied.
+                slot_copy.launch(self._configured().stream)
+                graphs = {}
+                for op in ops:
+                    graph = graphs[op] = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        self._launch_eager(op)
+                        slot_copy.launch(self._configured().stream)
+        except Exception as exc:  # noqa: BLE001  (the step then copies from the host, as without this graph)
+            warnings.warn(f"gpu_vecenv: capturing the outputs' copy failed ({exc}); copying from the host",
+                          stacklevel=4)  # fmt: skip
+            self._copy_capture_failed = True  # not tried again at every reset
+            return
+        arena.forget_ring()  # the compiling launch above advanced the ring's entry 0
+        self._copy_graphs = graphs
+
+    def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
+        """Replay ``op``'s graph that also copies the outputs into ``arena``'s next fresh slot, and return that
+        slot's outputs; ``None`` (nothing launched) where no such graph was captured."""
+        graph = self._copy_graphs.get(op)
+        if graph is None:
+            return None
+        out = arena.ring_slot()
+        try:
+            graph.replay()
+        except BaseException:
+            arena.forget_ring()
+            raise
+        return out
 
     def close(self) -> None:
         self._graphs.clear()
+        self._copy_graphs.clear()
         self._args = ()

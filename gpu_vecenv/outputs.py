@@ -10,7 +10,9 @@ launch (a CUDA graph) are made once. Returning fresh tensors (``copy=True``)
 costs one device copy of the whole buffer into a never-reused slot, and no
 tensor operation besides: the slots and their views are made ahead, several
 at a time (one allocation and one ``unbind`` per output for all of them), since
-each torch view operation costs microseconds of host time per step.
+each torch view operation costs microseconds of host time per step. On a GPU
+the step's graph makes that copy itself, into the slot that :meth:`OutputArena.ring`
+names (:mod:`gpu_vecenv.slot_copy`); elsewhere :meth:`OutputArena.results` makes it.
 
 Where the outputs are large, the copy costs more device time than a launch
 with new arguments costs host time, and the kernel writes the fresh slot
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+
+from gpu_vecenv.stream_ops import StreamOps
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,12 @@ class OutputArena:
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
         self._float_bytes = 4 * sum(self._split)
         flag_bytes = 5 * self.num_envs
-        # Rounded up to whole float32 words, so that a byte row can be viewed as float32 as a whole.
-        self.nbytes = self._float_bytes + 4 * ((flag_bytes + 3) // 4)
+        # Rounded up to whole 8-byte words: a byte row can be viewed as float32 as a whole, and a step's graph
+        # copies it in 8-byte words into slots that each start on one (gpu_vecenv/slot_copy.py).
+        self.nbytes = 8 * -(-(self._float_bytes + flag_bytes) // 8)
         self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         self._device = device
+        self._stream_ops = StreamOps(device)
         self._games, self._agents = num_games, num_agents
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
@@ -123,6 +129,10 @@ class OutputArena:
         self._fresh_rows: tuple[torch.Tensor, ...] = ()
         self._fresh: list[SlotOutputs] = []
         self._next = 0
+        self._batches_made = 0
+        self._ring: torch.Tensor | None = None
+        # (batch, slot) that the ring's entry 0 names as the host last left it; None: not known.
+        self._ring_next: tuple[int, int] | None = None
 
     def free_own_buffer(self) -> None:
         """Free the arena's own buffer, for an env whose every launch writes a fresh slot instead
@@ -208,6 +218,7 @@ class OutputArena:
                 self._fresh_rows = rows.unbind(0)
                 self._fresh = self._slot_views(rows)
             self._next = 0
+            self._batches_made += 1
         self._next += 1
         return self._next - 1
 
@@ -218,8 +229,35 @@ class OutputArena:
         if not copy:
             return self._own
         i = self._take_fresh()
-        self._fresh_rows[i].copy_(self.buffer)
+        self._stream_ops.copy(self._fresh_rows[i], self.buffer)
         return self._fresh[i]
+
+    def ring(self) -> torch.Tensor:
+        """``(1 + slots,)`` int64 on the device, for a step's graph that copies the outputs itself
+        (:mod:`gpu_vecenv.slot_copy`): entry 0 is the index of the slot the next copy writes, entry ``1 + i``
+        the device address of slot ``i`` of the current batch of fresh slots (0 past the batch's end)."""
+        if self._ring is None:
+            self._ring = torch.zeros(1 + _BATCH_SLOTS, dtype=torch.int64, device=self._device)
+        return self._ring
+
+    def ring_slot(self) -> SlotOutputs:
+        """The fresh outputs that the next copy through :meth:`ring` writes, on the current stream: the next
+        never-used slot. When it starts a batch (or the ring was left otherwise, see :meth:`forget_ring`), the
+        batch's slot addresses and the slot's index are written into the ring first, on the current stream,
+        once a batch: an asynchronous copy from pageable memory, which CUDA stages before the call returns
+        (no device sync, and nothing to keep alive afterwards)."""
+        i = self._take_fresh()
+        if self._ring_next != (self._batches_made, i):
+            addresses = [row.data_ptr() for row in self._fresh_rows]
+            values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
+            self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
+        self._ring_next = (self._batches_made, i + 1)
+        return self._fresh[i]
+
+    def forget_ring(self) -> None:
+        """Say that the ring's entry 0 may not be where :meth:`ring_slot` left it (a launch that was to
+        advance it failed): the next :meth:`ring_slot` writes the ring again."""
+        self._ring_next = None
 
     def fresh_for_kernel(self) -> tuple[SlotOutputs, torch.Tensor]:
         """A never-used slot for the next launch to write instead of the arena: the outputs as ``step``

@@ -29,7 +29,7 @@ from gpu_vecenv.codegen import (
     SAME_STEP,
 )
 from gpu_vecenv.definition import EnvDefinition
-from gpu_vecenv.outputs import KernelOutputs
+from gpu_vecenv.outputs import KernelOutputs, OutputArena, SlotOutputs
 
 
 class ReferenceBackend:
@@ -56,8 +56,12 @@ class ReferenceBackend:
         """The env-specific ``reset`` options, which the reference applies itself."""
         self.options = dict(options) if options else None
 
-    def capture(self, ops: tuple[int, ...]) -> None:
+    def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Nothing to capture."""
+
+    def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
+        """``None``: the env copies the outputs itself."""
+        return None
 
     # -- one game -----------------------------------------------------------------
     def _load(self, g: int) -> None:

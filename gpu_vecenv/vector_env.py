@@ -30,6 +30,7 @@ from gpu_vecenv.outputs import DIRECT_WRITE_BYTES, OutputArena, SlotOutputs
 from gpu_vecenv.reference_backend import ReferenceBackend
 from gpu_vecenv.rendering import game_indices, state_of_games, tile_frames
 from gpu_vecenv.shared import SIMULATOR
+from gpu_vecenv.stream_ops import StreamOps
 
 _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP, AutoresetMode.DISABLED: DISABLED}
 _MAX_SEED = 2**63 - 1
@@ -96,8 +97,9 @@ class GpuVectorEnv(VectorEnv):
         autoreset_mode: an :class:`AutoresetMode` (or its value string);
             ``NEXT_STEP`` by default.
         copy: ``True`` (default): every returned tensor is fresh and never
-            changes afterwards. ``False``: ``step``/``reset`` return views of
-            the env's output buffers, overwritten by the next call.
+            changes afterwards (a device copy of the outputs, on a GPU made
+            inside the step's CUDA graph). ``False``: ``step``/``reset`` return
+            views of the env's output buffers, overwritten by the next call.
         strict: check action ranges at every ``step`` and raise before the
             launch; costs one device-to-host sync per step. Otherwise an
             out-of-range action acts as a no-op and is reported by the next
@@ -196,6 +198,7 @@ class GpuVectorEnv(VectorEnv):
         else:
             shapes = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
+        self._stream_ops = StreamOps(self.device)
         same_step = mode is AutoresetMode.SAME_STEP
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option). Not by
@@ -374,7 +377,7 @@ class GpuVectorEnv(VectorEnv):
                     f"{name}: actions are on {actions.device} but the env is on {self.device}; "
                     f"move them with .to({str(self.device)!r}) (numpy arrays are copied automatically)"
                 )
-            tensor = actions
+            tensor, on_device = actions, True
         else:
             array = np.asarray(actions)
             if array.dtype.kind not in "iu":
@@ -382,7 +385,7 @@ class GpuVectorEnv(VectorEnv):
                     f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {array.dtype} "
                     f"({type(actions).__name__})"
                 )
-            tensor = _host_tensor(array)
+            tensor, on_device = _host_tensor(array), False
         if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
             raise TypeError(f"{name}: actions must have an integer dtype (MultiDiscrete indices), got {tensor.dtype}")
         target = self._action_views.get(tensor.shape)
@@ -398,6 +401,9 @@ class GpuVectorEnv(VectorEnv):
             values = tensor.to(self.device, torch.int64).reshape(self._actions.shape)
             self._raise_if_out_of_range(values)
             self._actions.copy_(values)
+        elif on_device and tensor.dtype == torch.int64 and tensor.is_contiguous():
+            # The common case, actions drawn on the env's device: a plain byte copy, cheaper in host time.
+            self._stream_ops.copy(target, tensor)
         else:
             target.copy_(tensor)
 
@@ -477,9 +483,14 @@ class GpuVectorEnv(VectorEnv):
             out, row = self._arena.fresh_for_kernel()
             self._backend.launch_into(op, self._arena, row)
             return out
+        if self.copy:
+            # On a GPU, once captured: one graph replay that also copies the outputs into a fresh slot.
+            copied = self._backend.launch_copying(op, self._arena)
+            if copied is not None:
+                return copied
         self._backend.launch(op)
         if op == OP_RESET:
-            self._backend.capture((OP_STEP, OP_RESET))
+            self._backend.capture((OP_STEP, OP_RESET), self._arena if self.copy else None)
         return self._arena.results(self.copy)
 
     def _game_mask(self, mask: Any) -> torch.Tensor:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+import torch
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 
@@ -196,3 +197,21 @@ def test_the_kernel_column_launches_a_direct_write_env_into_a_fresh_slot(monkeyp
     copied = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu")
     copied.reset(seed=0)
     step_kernel_launch(copied.unwrapped)()
+
+
+@pytest.mark.parametrize("nvec", [(21, 21), (3, 7, 2)], ids=["equal-levels", "mixed-levels"])
+def test_the_in_place_draw_fills_every_component_within_its_levels(monkeypatch, nvec):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from rollout_timing import in_place_draw
+
+    actions = torch.full((4000, len(nvec)), -1, dtype=torch.int64)
+    draw = in_place_draw(actions, nvec)
+    assert draw() is actions
+    for k, levels in enumerate(nvec):
+        # 4000 draws of at most 21 levels: every level comes up, none outside them.
+        assert sorted(actions[:, k].unique().tolist()) == list(range(levels))
+    before = actions.clone()
+    draw()
+    assert not torch.equal(actions, before)
+    with pytest.raises(ValueError, match="must end in 2 components"):
+        in_place_draw(torch.zeros((5, 3), dtype=torch.int64), (21, 21))

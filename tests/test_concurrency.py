@@ -167,6 +167,8 @@ def test_cuda_1_runs_on_a_second_gpu_or_is_refused_clearly():
 
 STEP_OPTIONS = [
     pytest.param(dict(copy=True), id="copy"),
+    # Copied inside the step's graph whatever the size, the slots' ring written anew every batch of one or two.
+    pytest.param(dict(copy=True, direct_write_bytes=1 << 40), id="copy-in-the-graph"),
     pytest.param(dict(copy=False), id="no-copy"),
     pytest.param(dict(copy=True, cuda_graphs=False), id="copy-direct-launch"),
     pytest.param(dict(copy=False, cuda_graphs=False), id="no-copy-direct-launch"),

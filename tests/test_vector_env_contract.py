@@ -192,6 +192,8 @@ def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch
     rng = np.random.default_rng(1)
     envs.reset(seed=0)
     twin.reset(seed=0)
+    # On a GPU each step is one graph replay that copies into the next slot itself (gpu_vecenv/slot_copy.py).
+    assert bool(getattr(envs.unwrapped._backend, "_copy_graphs", None)) == (device == "cuda")
     kept, seen = [], []
     for _ in range(20):
         actions = random_actions(envs, rng)
@@ -228,6 +230,43 @@ def test_the_kernels_pointers_into_a_fresh_slot_are_its_views_pointers(same_step
     _, row = arena.fresh_for_kernel()
     views = arena.kernel_views(row)
     assert arena.kernel_pointers(row) == tuple(t.data_ptr() for t in views.arrays())
+
+
+def test_the_ring_names_each_batchs_slots_once_and_again_when_forgotten():
+    # A copying graph writes slot ring[1 + ring[0]] and adds one to ring[0]; the host writes the ring only
+    # when a batch starts or it cannot know where ring[0] is. Here the advance is done by hand.
+    arena = outputs.OutputArena(3, 7, 5, False, torch.device("cpu"), batch_bytes=3 * outputs.OutputArena(
+        3, 7, 5, False, torch.device("cpu")).nbytes)  # fmt: skip
+    ring = arena.ring()
+    assert arena.nbytes % 8 == 0  # slots of whole 8-byte words, which the graph's copy moves a word a thread
+
+    def step():
+        out = arena.ring_slot()
+        slot = int(ring[0])
+        assert out.obs.data_ptr() == int(ring[1 + slot])  # the slot the graph would write is the one returned
+        ring[0] += 1
+        return out, ring.clone()
+
+    first, ring_after_first = step()
+    assert ring_after_first[4:].eq(0).all() and ring_after_first[1:4].ne(0).all()  # a batch of three slots
+    _, ring_after_second = step()
+    assert torch.equal(ring_after_second[1:], ring_after_first[1:])  # same batch: not written again
+    step()
+    fourth, ring_after_fourth = step()  # a new batch: its addresses, and slot 0 of it
+    assert int(ring_after_fourth[0]) == 1 and not torch.equal(ring_after_fourth[1:4], ring_after_first[1:4])
+    ring[0] = 7  # a launch that failed half-way leaves entry 0 unknown
+    arena.forget_ring()
+    fifth, _ = step()  # written again: slot 1 of the batch
+    assert fifth.obs.data_ptr() == int(ring[2]) and fifth.obs.data_ptr() != fourth.obs.data_ptr()
+
+
+@pytest.mark.parametrize("same_step", [False, True])
+@pytest.mark.parametrize("games, agents, obs_dim", [(1, 3, 4), (3, 7, 5), (2, 1, 1), (5, 11, 2)])
+def test_every_slot_is_whole_8_byte_words(games, agents, obs_dim, same_step):
+    # The step's graph copies 8-byte words (gpu_vecenv/slot_copy.py); an odd count of float32 words before
+    # the flags (3 slots x (4 + 1) here) must not leave the slot 4 bytes short of a word.
+    arena = outputs.OutputArena(games, agents, obs_dim, same_step, torch.device("cpu"))
+    assert arena.nbytes % 8 == 0 and arena.nbytes >= arena._float_bytes + 5 * games * agents
 
 
 def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():

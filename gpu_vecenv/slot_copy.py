@@ -1,0 +1,95 @@
+"""The copy of a step's outputs into fresh tensors, made part of the step's CUDA graph.
+
+With ``copy=True`` a step returns tensors that no later step writes: the
+outputs are copied out of the env's output arena into a never-used slot of a
+batch of slots made ahead (:class:`gpu_vecenv.outputs.OutputArena`). Called
+from the host, that copy costs 7-9 µs of host time a step on an H100 host,
+through torch's ``copy_`` or the driver alike: a third of a small env's
+``step`` (benchmarks/results/h100_2026-12-06e/). Here it is two more kernels
+in the step's graph, after the step kernel: :func:`copy_kernels`' first copies
+the arena into the slot whose device address is entry ``1 + ring[0]`` of a
+small int64 device array, the ring, and the second adds one to ``ring[0]``,
+so that the next replay writes the next slot. The host writes a batch's slot
+addresses and the index of the next slot into the ring once a batch
+(:meth:`OutputArena.ring_slot`, an asynchronous copy from pinned memory on the
+current stream), so that a step is one graph replay and no copy call. The arena and every slot are whole
+8-byte words, copied a word a thread.
+
+The copy kernel turns an address into a pointer, which Numba's array model
+has no word for: :func:`_int64_pointer` is that one LLVM instruction. It runs
+only on a real GPU (the CUDA simulator runs no graphs), where the backend
+captures it; where it cannot be compiled or captured, the backend says so and
+the step copies from the host as before.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from numba import cuda, types
+from numba.cuda.extending import intrinsic
+
+# Threads a block of the copy kernel; its blocks are capped at this many a multiprocessor (a grid-stride loop).
+_COPY_THREADS = 256
+_COPY_BLOCKS_PER_SM = 4
+
+
+@intrinsic
+def _int64_pointer(typingctx: Any, address: Any) -> Any:
+    """The device address ``address`` (an integer) as a pointer to int64 words."""
+    signature = types.CPointer(types.int64)(address)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+
+    return signature, codegen
+
+
+@functools.cache
+def copy_kernels() -> tuple[Any, Any]:
+    """``(copy_to_slot, advance)``, compiled at their first launch.
+
+    ``copy_to_slot(words, ring)``: ``words`` (int64, the arena's bytes) to the
+    address ``ring[1 + ring[0]]``; nothing where ``ring[0]`` is outside the
+    ring or the address is 0 (a ring not yet written). ``advance(ring)``:
+    ``ring[0] += 1``, one thread.
+    """
+
+    # Kernel bodies are Numba's, not Python's: left unannotated, so that mypy does not read them.
+    @cuda.jit
+    def copy_to_slot(words, ring):
+        slot = ring[0]
+        if slot < 0 or slot >= ring.size - 1:
+            return
+        address = ring[1 + slot]
+        if address == 0:
+            return
+        target = _int64_pointer(address)
+        for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
+            target[i] = words[i]
+
+    @cuda.jit
+    def advance(ring):
+        if cuda.grid(1) == 0:
+            ring[0] += 1
+
+    return copy_to_slot, advance
+
+
+class SlotCopy:
+    """The two launches that copy ``buffer`` (an arena's ``(nbytes,)`` uint8 bytes, ``nbytes`` a multiple of 8)
+    into the slot ``ring`` (int64, on the same GPU) names, on a given Numba stream: to be captured in a graph."""
+
+    def __init__(self, buffer: torch.Tensor, ring: torch.Tensor) -> None:
+        words = buffer.view(torch.int64)
+        self._words = cuda.as_cuda_array(words)
+        self._ring = cuda.as_cuda_array(ring)
+        multiprocessors = torch.cuda.get_device_properties(buffer.device).multi_processor_count
+        self._blocks = max(1, min(-(-words.numel() // _COPY_THREADS), _COPY_BLOCKS_PER_SM * multiprocessors))
+
+    def launch(self, stream: Any) -> None:
+        copy_to_slot, advance = copy_kernels()
+        copy_to_slot[self._blocks, _COPY_THREADS, stream](self._words, self._ring)
+        advance[1, 32, stream](self._ring)
