@@ -85,7 +85,7 @@ _OUTPUT_ARRAYS = 4
 def _refuse_freed_outputs(freed: bool) -> None:
     if freed:
         # Stand-ins of one element: a launch would run the game and write every output into it.
-        raise RuntimeError("the env's output buffer was freed: each launch writes a fresh slot (launch_into)")
+        raise RuntimeError("the env has no output buffer of its own: each launch writes a fresh slot (launch_into)")
 
 
 class CpuBackend:

@@ -16,8 +16,8 @@ names (:mod:`gpu_vecenv.slot_copy`); elsewhere :meth:`OutputArena.results` makes
 
 Where the outputs are large, the copy costs more device time than a launch
 with new arguments costs host time, and the kernel writes the fresh slot
-itself (:meth:`OutputArena.fresh_for_kernel`), and the arena's own buffer is
-freed. That relies on every launch writing every output entry, which
+itself (:meth:`OutputArena.fresh_for_kernel`), and the arena has no buffer of
+its own. That relies on every launch writing every output entry, which
 ``python -m gpu_vecenv.check`` checks.
 """
 
@@ -34,7 +34,7 @@ from gpu_vecenv.stream_ops import StreamOps
 @dataclass(frozen=True)
 class KernelOutputs:
     """The arena as the kernel sees it: per-game shapes. ``freed``: stand-ins over one element each for an
-    arena whose buffer was freed (:meth:`OutputArena.free_own_buffer`), which no launch may write."""
+    arena without a buffer of its own (``OutputArena(own_buffer=False)``), which no launch may write."""
 
     obs: torch.Tensor
     rewards: torch.Tensor
@@ -92,6 +92,16 @@ _BATCH_BYTES_GPU = 64 << 20
 _BATCH_BYTES_CPU = 8 << 20
 
 
+def arena_bytes(num_games: int, num_agents: int, obs_dim: int, final_obs: bool) -> int:
+    """The bytes of one set of outputs (an arena's buffer, or one fresh slot): float32 ``obs``, ``rewards``
+    and (``final_obs``) ``final_obs``, then five flag bytes a slot, rounded up to whole 8-byte words, so that
+    a slot can be viewed as float32 as a whole and a step's graph copies it in 8-byte words into slots that
+    each start on one (gpu_vecenv/slot_copy.py)."""
+    envs = int(num_games) * int(num_agents)
+    floats = envs * int(obs_dim) * (2 if final_obs else 1) + envs
+    return 8 * -(-(4 * floats + 5 * envs) // 8)
+
+
 class OutputArena:
     """Output buffers of ``num_games`` games on ``device``."""
 
@@ -103,26 +113,37 @@ class OutputArena:
         final_obs: bool,
         device: torch.device,
         batch_bytes: int | None = None,
+        own_buffer: bool = True,
     ) -> None:
-        """``batch_bytes``: the byte cap of a batch of fresh slots (``None``: the device's default)."""
+        """``batch_bytes``: the byte cap of a batch of fresh slots (``None``: the device's default).
+
+        ``own_buffer=False``: for an env whose every launch writes a fresh slot itself
+        (:meth:`fresh_for_kernel`), no buffer of the arena's own, which would be as large as a step's
+        outputs and never written. :attr:`kernel` then holds stand-ins of the same shapes and dtypes over
+        one element each, marked ``freed``: the backends take them but never launch with them (``launch``
+        refuses; ``launch_into`` passes each step's fresh slot instead), and :meth:`results` is not
+        available.
+        """
         # Python ints: torch's split takes no numpy integers, which an env's sizes may be.
         num_games, num_agents, obs_dim = int(num_games), int(num_agents), int(obs_dim)
         self.num_envs = num_games * num_agents
         self.obs_dim = obs_dim
         self._split = [self.num_envs * obs_dim, self.num_envs] + ([self.num_envs * obs_dim] if final_obs else [])
         self._float_bytes = 4 * sum(self._split)
-        flag_bytes = 5 * self.num_envs
-        # Rounded up to whole 8-byte words: a byte row can be viewed as float32 as a whole, and a step's graph
-        # copies it in 8-byte words into slots that each start on one (gpu_vecenv/slot_copy.py).
-        self.nbytes = 8 * -(-(self._float_bytes + flag_bytes) // 8)
-        self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        self.nbytes = arena_bytes(num_games, num_agents, obs_dim, final_obs)
         self._device = device
         self._stream_ops = StreamOps(device)
         self._games, self._agents = num_games, num_agents
         # final_obs outside SAME_STEP mode: the kernel takes an array there, and never writes it.
         self._no_final_obs = torch.empty((1, 1, 1), dtype=torch.float32, device=device)
-        self.kernel = self.kernel_views(self.buffer)
-        self._own: SlotOutputs | None = self._row_views(self.buffer)
+        self._own: SlotOutputs | None
+        if own_buffer:
+            self.buffer = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+            self.kernel = self.kernel_views(self.buffer)
+            self._own = self._row_views(self.buffer)
+        else:
+            self.buffer, self.kernel = self._stand_ins()
+            self._own = None
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
         self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
@@ -134,24 +155,19 @@ class OutputArena:
         # (batch, slot) that the ring's entry 0 names as the host last left it; None: not known.
         self._ring_next: tuple[int, int] | None = None
 
-    def free_own_buffer(self) -> None:
-        """Free the arena's own buffer, for an env whose every launch writes a fresh slot instead
-        (:meth:`fresh_for_kernel`): at large outputs it is as large as a step's outputs, and never written.
-        :attr:`kernel` then holds stand-ins of the same shapes and dtypes over one element each, marked
-        ``freed``: the backends take them but never launch with them (``launch`` refuses; ``launch_into``
-        passes each step's fresh slot instead), and :meth:`results` is not available afterwards."""
+    def _stand_ins(self) -> tuple[torch.Tensor, KernelOutputs]:
+        """An empty buffer, and the kernel's arrays over one element each (see ``own_buffer``)."""
         g, a, d = self._games, self._agents, self.obs_dim
         word = torch.empty(1, dtype=torch.float32, device=self._device)
         byte = torch.empty(1, dtype=torch.uint8, device=self._device)
-        self.kernel = KernelOutputs(
+        kernel = KernelOutputs(
             obs=word.expand(g, a, d),
             rewards=word.expand(g, a),
             flags=byte.expand(5, g, a),
             final_obs=word.expand(g, a, d) if len(self._split) == 3 else self._no_final_obs,
             freed=True,
         )
-        self.buffer = byte[:0]
-        self._own = None
+        return byte[:0], kernel
 
     def kernel_pointers(self, row: torch.Tensor) -> tuple[int, int, int, int]:
         """The data pointers of :meth:`kernel_views` ``(row)``'s arrays, without making the views (each costs
@@ -225,7 +241,7 @@ class OutputArena:
     def results(self, copy: bool) -> SlotOutputs:
         """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
         if self._own is None:
-            raise RuntimeError("the output arena's buffer was freed: every launch writes a fresh slot itself")
+            raise RuntimeError("the output arena has no buffer of its own: every launch writes a fresh slot itself")
         if not copy:
             return self._own
         i = self._take_fresh()

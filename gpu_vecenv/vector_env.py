@@ -26,7 +26,7 @@ from gpu_vecenv.backends import CpuBackend, CudaBackend
 from gpu_vecenv.codegen import DISABLED, NEXT_STEP, OP_RESET, OP_STEP, PENDING_RESET_CALL, SAME_STEP
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout, StateLayout
-from gpu_vecenv.outputs import DIRECT_WRITE_BYTES, OutputArena, SlotOutputs
+from gpu_vecenv.outputs import DIRECT_WRITE_BYTES, OutputArena, SlotOutputs, arena_bytes
 from gpu_vecenv.reference_backend import ReferenceBackend
 from gpu_vecenv.rendering import game_indices, state_of_games, tile_frames
 from gpu_vecenv.shared import SIMULATOR
@@ -200,7 +200,6 @@ class GpuVectorEnv(VectorEnv):
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
         self._stream_ops = StreamOps(self.device)
         same_step = mode is AutoresetMode.SAME_STEP
-        self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device)
         # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option). Not by
         # default for a hand-written kernel: that every launch writes every output cannot be checked on the CPU.
         if direct_write_bytes is None:
@@ -209,10 +208,11 @@ class GpuVectorEnv(VectorEnv):
             self.copy
             and self.backend != "reference"
             and direct_write_bytes is not None
-            and self._arena.nbytes >= direct_write_bytes
+            and arena_bytes(self.num_games, self.num_agents, definition.obs_dim, same_step) >= direct_write_bytes
         )
-        if self._direct_write:
-            self._arena.free_own_buffer()
+        # Such an env's arena has no buffer of its own: it would be as large as a step's outputs, never written.
+        self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device,
+                                  own_buffer=not self._direct_write)  # fmt: skip
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,

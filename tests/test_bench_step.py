@@ -186,7 +186,7 @@ def test_the_register_cap_option_takes_a_cap_none_or_auto():
 
 
 def test_the_kernel_column_launches_a_direct_write_env_into_a_fresh_slot(monkeypatch):
-    # Such an env has freed its own output buffer, and its backend refuses to launch into it.
+    # Such an env has no output buffer of its own, and its backend refuses to launch into one.
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from rollout_timing import step_kernel_launch
 

@@ -73,13 +73,16 @@ def test_an_env_writing_fresh_outputs_directly_allocates_no_output_buffer_of_its
     params = dict(num_envs=2000, device="cuda", num_taggers=5, num_runners=100, use_full_observation=True)
     torch.cuda.synchronize()
     start = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
     direct = gym.make_vec("WarpTag-v0", **params)
     direct_bytes = torch.cuda.memory_allocated() - start
+    direct_peak = torch.cuda.max_memory_allocated() - start  # not even for a moment while it was made
     copied = gym.make_vec("WarpTag-v0", direct_write_bytes=1 << 62, **params)
     copied_bytes = torch.cuda.memory_allocated() - start - direct_bytes
     nbytes = copied.unwrapped._arena.nbytes  # a step's outputs: 615 MB
     assert direct.unwrapped.direct_write
     assert copied_bytes >= nbytes > 10 * direct_bytes  # the games' state is about 21 MB
+    assert direct_peak < nbytes
     direct.reset(seed=0)
     direct.step(random_actions(direct))  # and steps without one
     direct.close()

@@ -269,6 +269,19 @@ def test_every_slot_is_whole_8_byte_words(games, agents, obs_dim, same_step):
     assert arena.nbytes % 8 == 0 and arena.nbytes >= arena._float_bytes + 5 * games * agents
 
 
+def test_an_arena_without_a_buffer_of_its_own_never_allocates_one(monkeypatch):
+    allocated = []
+    zeros = torch.zeros
+    monkeypatch.setattr(torch, "zeros", lambda *args, **kwargs: allocated.append(args) or zeros(*args, **kwargs))
+    arena = outputs.OutputArena(30, 7, 5, True, torch.device("cpu"), own_buffer=False)
+    assert arena.nbytes == outputs.arena_bytes(30, 7, 5, True) == outputs.OutputArena(30, 7, 5, True, torch.device(
+        "cpu")).nbytes  # fmt: skip
+    assert (arena.nbytes,) in allocated[-1:]  # the arena with a buffer of its own, made just above, has one
+    assert allocated[:-1] == [] and arena.buffer.numel() == 0 and arena.kernel.freed
+    with pytest.raises(RuntimeError, match="no buffer of its own"):
+        arena.results(copy=True)
+
+
 def test_fresh_output_batches_stay_under_the_cpu_cap_on_the_cpu():
     # Above glibc's 32 MiB mmap threshold every batch would come back as fresh, faulting pages.
     cpu = outputs.OutputArena(100, 110, 73, False, torch.device("cpu"))
@@ -311,7 +324,7 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
     # The env keeps no output buffer of its own then, and its backend refuses to launch into the stand-ins.
     assert arena.buffer.numel() == 0
     assert all(t.untyped_storage().nbytes() <= 4 for t in arena.kernel.arrays())
-    with pytest.raises(RuntimeError, match="output buffer was freed"):
+    with pytest.raises(RuntimeError, match="no output buffer of its own"):
         envs.unwrapped._backend.launch(0)
     rng = np.random.default_rng(2)
     kept = [returned_tensors(envs.reset(seed=0))]
