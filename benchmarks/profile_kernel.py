@@ -7,7 +7,7 @@ For each configuration it reports the set-up time (construction and first
 reset, compilation included when the kernel cache is cold), the kernel time
 per step (the captured step replayed back to back, timed with CUDA events,
 fixed random actions, autoresets included), and the rollout time per step
-(random actions drawn in place on the device, one ``random_`` a component as
+(random actions drawn in place on the device, as
 ``bench_step.py`` draws them, ``step`` with ``copy=True``), together with the two floors: the bytes a step must move
 (state read and written once, actions read, outputs written) and the
 arithmetic of the K-nearest search (pairwise distances, 5 operations each).
