@@ -69,3 +69,57 @@ def test_an_env_stepped_from_a_new_thread_gives_what_the_main_thread_gets(copy):
         return torch.stack(outs)
 
     assert torch.equal(rollout(in_thread=True), rollout(in_thread=False))
+
+
+class _Driver:
+    """A stand-in for ``cuda.bindings.driver`` that records copies and answers with ``result``."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self, result):
+        self.result, self.calls = result, []
+
+    def cuMemcpyDtoDAsync(self, dst, src, nbytes, stream):  # noqa: N802  (the driver's name)
+        self.calls.append((dst, src, nbytes, stream))
+        return (self.result,)
+
+
+def _through(driver):
+    ops = StreamOps(torch.device("cpu"))
+    ops._driver, ops._raw_stream, ops._success = driver, lambda index: 7, driver.CUresult.CUDA_SUCCESS
+    return ops
+
+
+def test_a_copy_hands_the_driver_both_addresses_the_byte_count_and_the_current_stream():
+    driver = _Driver(result=0)
+    src, dst = torch.arange(6, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)
+    _through(driver).copy(dst, src)
+    assert driver.calls == [(dst.data_ptr(), src.data_ptr(), 48, 7)]
+    assert not dst.any()  # the driver did it (here: nothing), not torch
+
+
+def test_a_copy_the_driver_refuses_is_made_by_torch():
+    driver = _Driver(result=201)  # CUDA_ERROR_INVALID_CONTEXT, as in a thread without a current context
+    src, dst = torch.arange(6, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)
+    _through(driver).copy(dst, src)
+    assert len(driver.calls) == 1 and torch.equal(dst, src)
+
+
+def test_a_replay_that_fails_leaves_the_ring_to_be_written_again():
+    from gpu_vecenv import outputs
+    from gpu_vecenv.backends import CudaBackend
+
+    class FailingGraph:
+        def replay(self):
+            raise RuntimeError("launch failed")
+
+    backend = type("Backend", (), {"_copy_graphs": {0: FailingGraph()}})()
+    arena = outputs.OutputArena(2, 3, 4, False, torch.device("cpu"))
+    with pytest.raises(RuntimeError, match="launch failed"):
+        CudaBackend.launch_copying(backend, 0, arena)
+    assert arena._ring_next is None  # the next ring_slot writes the ring, with its slot's index
+    arena.ring()[0] = 5
+    out = arena.ring_slot()
+    assert int(arena.ring()[0]) == 1 and out.obs.data_ptr() == int(arena.ring()[2])
+    assert CudaBackend.launch_copying(type("Backend", (), {"_copy_graphs": {}})(), 0, arena) is None
