@@ -180,6 +180,17 @@ class GpuVectorEnv(VectorEnv):
             self.single_action_space = spaces.MultiDiscrete(np.asarray(definition.action_nvec, np.int64))
         self._batched_spaces: dict[str, spaces.Space] = {}
 
+        # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option). Not by
+        # default for a hand-written kernel: that every launch writes every output cannot be checked on the CPU.
+        if direct_write_bytes is None:
+            direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type] if definition.cuda_kernel is None else None
+        self._direct_write = (
+            self.copy
+            and self.backend != "reference"
+            and direct_write_bytes is not None
+            and arena_bytes(self.num_games, self.num_agents, definition.obs_dim, mode is AutoresetMode.SAME_STEP)
+            >= direct_write_bytes
+        )
         self._layout = StateLayout(definition)
         self._check_memory()
         self._buffers = self._layout.allocate(self.num_games, self.device)
@@ -200,16 +211,6 @@ class GpuVectorEnv(VectorEnv):
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
         self._stream_ops = StreamOps(self.device)
         same_step = mode is AutoresetMode.SAME_STEP
-        # Whether each launch writes a fresh set of outputs itself (see the direct_write_bytes option). Not by
-        # default for a hand-written kernel: that every launch writes every output cannot be checked on the CPU.
-        if direct_write_bytes is None:
-            direct_write_bytes = DIRECT_WRITE_BYTES[self.device.type] if definition.cuda_kernel is None else None
-        self._direct_write = (
-            self.copy
-            and self.backend != "reference"
-            and direct_write_bytes is not None
-            and arena_bytes(self.num_games, self.num_agents, definition.obs_dim, same_step) >= direct_write_bytes
-        )
         # Such an env's arena has no buffer of its own: it would be as large as a step's outputs, never written.
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device,
                                   own_buffer=not self._direct_write)  # fmt: skip
@@ -306,13 +307,16 @@ class GpuVectorEnv(VectorEnv):
         return d.num_agents * per_agent_out
 
     def memory_per_game(self) -> int:
-        """Bytes of device memory one game takes: state, actions and one set of outputs."""
+        """Bytes of device memory one game takes: state, actions and one set of outputs (the env's own; where
+        the kernel writes each step's fresh outputs itself, ``direct_write``, the set it writes)."""
         d = self.definition
         return self._layout.bytes_per_game() + self._output_bytes_per_game() + d.num_agents * 8 * len(d.action_nvec)
 
     def _check_memory(self) -> None:
-        # With copy=True every step hands out a fresh set of outputs: room for one is needed besides the env's.
-        per_game = self.memory_per_game() + (self._output_bytes_per_game() if self.copy else 0)
+        # With copy=True every step hands out a fresh set of outputs: room for one is needed besides the env's,
+        # unless the kernel writes the fresh set itself and the env keeps none of its own.
+        extra_outputs = self.copy and not self._direct_write
+        per_game = self.memory_per_game() + (self._output_bytes_per_game() if extra_outputs else 0)
         need = per_game * self.num_games
         if self.device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(self.device)

@@ -486,6 +486,23 @@ def test_the_memory_check_counts_the_fresh_outputs_of_copy_true(monkeypatch):
         make(games=games, copy=True)
 
 
+def test_the_memory_check_counts_one_set_of_outputs_where_the_kernel_writes_them_into_fresh_tensors(monkeypatch):
+    # Such an env keeps no output buffer of its own: it fits where copy=False does, and a copied copy=True
+    # env does not.
+    probe = make(copy=False).unwrapped
+    games = 50
+    env_bytes = probe.memory_per_game() * games
+    outputs = probe.num_agents * (4 * probe.definition.obs_dim + 8) * games
+    pages = int((env_bytes + outputs / 2) / 0.9 / 4096)
+    monkeypatch.setattr("gpu_vecenv.vector_env.os.sysconf", {"SC_AVPHYS_PAGES": pages, "SC_PAGE_SIZE": 4096}.get)
+    direct = make(games=games, copy=True, direct_write_bytes=0)
+    assert direct.unwrapped.direct_write
+    with pytest.raises(MemoryError, match="with copy=True"):
+        make(games=games, copy=True)
+    with pytest.raises(MemoryError, match=rf"{2 * games} games need about .* \({env_bytes // games} bytes per game, "):
+        make(games=2 * games, copy=True, direct_write_bytes=0)
+
+
 def test_numpy_scalars_are_valid_parameters():
     envs = make(grid_length=np.float32(5.0), tagging_distance=np.float32(0.1), num_runners=np.int64(5))
     assert envs.unwrapped.definition.constants["grid_length"] == 5.0 and envs.num_agents == 7
