@@ -82,8 +82,8 @@ def _kernel_tensors(buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor
 _OUTPUT_ARRAYS = 4
 
 
-def _refuse_freed_outputs(freed: bool) -> None:
-    if freed:
+def _refuse_stand_in_outputs(stand_ins: bool) -> None:
+    if stand_ins:
         # Stand-ins of one element: a launch would run the game and write every output into it.
         raise RuntimeError("the env has no output buffer of its own: each launch writes a fresh slot (launch_into)")
 
@@ -103,11 +103,11 @@ class CpuBackend:
         self._definition = definition
         self._run = load_kernel_module(definition, "cpu").run
         self._args = tuple(t.numpy() for t in _kernel_tensors(buffers, params, actions, out))
-        self._outputs_freed = out.freed
+        self._stand_in_outputs = out.stand_ins
 
     def launch(self, op: int) -> None:
         """Run ``op`` with the outputs written to the env's own buffer."""
-        _refuse_freed_outputs(self._outputs_freed)
+        _refuse_stand_in_outputs(self._stand_in_outputs)
         self._call(self._args, op)
 
     def launch_into(self, op: int, arena: OutputArena, row: torch.Tensor) -> None:
@@ -245,7 +245,7 @@ class CudaBackend:
         else:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
-        self._outputs_freed = out.freed
+        self._stand_in_outputs = out.stand_ins
         self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
@@ -284,7 +284,7 @@ class CudaBackend:
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
-        _refuse_freed_outputs(self._outputs_freed)
+        _refuse_stand_in_outputs(self._stand_in_outputs)
         graph = self._graphs.get(op)
         if graph is not None:
             graph.replay()
@@ -325,7 +325,7 @@ class CudaBackend:
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
-        _refuse_freed_outputs(self._outputs_freed)
+        _refuse_stand_in_outputs(self._stand_in_outputs)
         for op in ops:
             if not self.cuda_graphs or op in self._graphs:
                 continue

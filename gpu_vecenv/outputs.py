@@ -33,14 +33,14 @@ from gpu_vecenv.stream_ops import StreamOps
 
 @dataclass(frozen=True)
 class KernelOutputs:
-    """The arena as the kernel sees it: per-game shapes. ``freed``: stand-ins over one element each for an
+    """The arena as the kernel sees it: per-game shapes. ``stand_ins``: arrays over one element each for an
     arena without a buffer of its own (``OutputArena(own_buffer=False)``), which no launch may write."""
 
     obs: torch.Tensor
     rewards: torch.Tensor
     flags: torch.Tensor
     final_obs: torch.Tensor
-    freed: bool = False
+    stand_ins: bool = False
 
     def arrays(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(obs, rewards, flags, final_obs)``: the kernel's last four array arguments, in its order."""
@@ -120,7 +120,7 @@ class OutputArena:
         ``own_buffer=False``: for an env whose every launch writes a fresh slot itself
         (:meth:`fresh_for_kernel`), no buffer of the arena's own, which would be as large as a step's
         outputs and never written. :attr:`kernel` then holds stand-ins of the same shapes and dtypes over
-        one element each, marked ``freed``: the backends take them but never launch with them (``launch``
+        one element each, marked ``stand_ins``: the backends take them but never launch with them (``launch``
         refuses; ``launch_into`` passes each step's fresh slot instead), and :meth:`results` is not
         available.
         """
@@ -165,7 +165,7 @@ class OutputArena:
             rewards=word.expand(g, a),
             flags=byte.expand(5, g, a),
             final_obs=word.expand(g, a, d) if len(self._split) == 3 else self._no_final_obs,
-            freed=True,
+            stand_ins=True,
         )
         return byte[:0], kernel
 

@@ -471,36 +471,36 @@ def test_bad_construction_is_refused_and_harms_no_live_env(kwargs, error, messag
     assert_unharmed(envs, twin)
 
 
-def test_the_memory_check_counts_the_fresh_outputs_of_copy_true(monkeypatch):
-    """copy=True hands out a new set of outputs at every step, so it needs room for one more set."""
+def free_memory_between_one_and_two_sets_of_outputs(monkeypatch, games):
+    """Make the CPU's free memory, as the check reads it, hold ``games`` games with one set of outputs but not
+    with two (0.9 of it halfway between); returns the bytes a game takes with one set, and one set's bytes."""
     probe = make(copy=False).unwrapped
-    games = 50
     env_bytes = probe.memory_per_game() * games
     outputs = probe.num_agents * (4 * probe.definition.obs_dim + 8) * games
-    # 0.9 of what is "free" lies between what copy=False and copy=True need.
     pages = int((env_bytes + outputs / 2) / 0.9 / 4096)
     monkeypatch.setattr("gpu_vecenv.vector_env.os.sysconf", {"SC_AVPHYS_PAGES": pages, "SC_PAGE_SIZE": 4096}.get)
-    make(games=games, copy=False)
-    with pytest.raises(MemoryError, match=rf"50 games need about .* \({env_bytes // games + outputs // games} "
+    return env_bytes // games, outputs // games
+
+
+def test_the_memory_check_counts_the_fresh_outputs_of_copy_true(monkeypatch):
+    """copy=True hands out a new set of outputs at every step, so it needs room for one more set."""
+    per_game, outputs_per_game = free_memory_between_one_and_two_sets_of_outputs(monkeypatch, games=50)
+    make(games=50, copy=False)
+    with pytest.raises(MemoryError, match=rf"50 games need about .* \({per_game + outputs_per_game} "
                                           r"bytes per game, with copy=True\)"):  # fmt: skip
-        make(games=games, copy=True)
+        make(games=50, copy=True)
 
 
 def test_the_memory_check_counts_one_set_of_outputs_where_the_kernel_writes_them_into_fresh_tensors(monkeypatch):
     # Such an env keeps no output buffer of its own: it fits where copy=False does, and a copied copy=True
     # env does not.
-    probe = make(copy=False).unwrapped
-    games = 50
-    env_bytes = probe.memory_per_game() * games
-    outputs = probe.num_agents * (4 * probe.definition.obs_dim + 8) * games
-    pages = int((env_bytes + outputs / 2) / 0.9 / 4096)
-    monkeypatch.setattr("gpu_vecenv.vector_env.os.sysconf", {"SC_AVPHYS_PAGES": pages, "SC_PAGE_SIZE": 4096}.get)
-    direct = make(games=games, copy=True, direct_write_bytes=0)
+    per_game, _ = free_memory_between_one_and_two_sets_of_outputs(monkeypatch, games=50)
+    direct = make(games=50, copy=True, direct_write_bytes=0)
     assert direct.unwrapped.direct_write
     with pytest.raises(MemoryError, match="with copy=True"):
-        make(games=games, copy=True)
-    with pytest.raises(MemoryError, match=rf"{2 * games} games need about .* \({env_bytes // games} bytes per game, "):
-        make(games=2 * games, copy=True, direct_write_bytes=0)
+        make(games=50, copy=True)
+    with pytest.raises(MemoryError, match=rf"100 games need about .* \({per_game} bytes per game, "):
+        make(games=100, copy=True, direct_write_bytes=0)
 
 
 def test_numpy_scalars_are_valid_parameters():

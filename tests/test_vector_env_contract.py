@@ -277,7 +277,7 @@ def test_an_arena_without_a_buffer_of_its_own_never_allocates_one(monkeypatch):
     assert arena.nbytes == outputs.arena_bytes(30, 7, 5, True) == outputs.OutputArena(30, 7, 5, True, torch.device(
         "cpu")).nbytes  # fmt: skip
     assert (arena.nbytes,) in allocated[-1:]  # the arena with a buffer of its own, made just above, has one
-    assert allocated[:-1] == [] and arena.buffer.numel() == 0 and arena.kernel.freed
+    assert allocated[:-1] == [] and arena.buffer.numel() == 0 and arena.kernel.stand_ins
     with pytest.raises(RuntimeError, match="no buffer of its own"):
         arena.results(copy=True)
 
