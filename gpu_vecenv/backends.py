@@ -358,7 +358,7 @@ class CudaBackend:
                           stacklevel=4)  # fmt: skip
             self._copy_capture_failed = True  # not tried again at every reset
             return
-        arena.forget_ring()  # the compiling launch above advanced the ring's entry 0
+        arena.forget_ring()  # the ring may have been written before; the next step writes it again
         self._copy_graphs = graphs
 
     def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
