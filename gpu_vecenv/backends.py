@@ -251,6 +251,8 @@ class CudaBackend:
         self._launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        # Owns the copy kernel's block counter, whose address the copying graphs keep: alive as long as they are.
+        self._slot_copy: SlotCopy | None = None
         self._copy_capture_failed = False
         # launch_into's fast path, made after its first launch (None: not made yet, False: not available).
         self._output_launch: _OutputLaunch | bool | None = None
@@ -358,8 +360,9 @@ class CudaBackend:
                           stacklevel=4)  # fmt: skip
             self._copy_capture_failed = True  # not tried again at every reset
             return
-        arena.forget_ring()  # the compiling launch above advanced the ring's entry 0
+        arena.forget_ring()  # the ring may have been written before; the next step writes it again
         self._copy_graphs = graphs
+        self._slot_copy = slot_copy
 
     def launch_copying(self, op: int, arena: OutputArena) -> SlotOutputs | None:
         """Replay ``op``'s graph that also copies the outputs into ``arena``'s next fresh slot, and return that
@@ -378,4 +381,5 @@ class CudaBackend:
     def close(self) -> None:
         self._graphs.clear()
         self._copy_graphs.clear()
+        self._slot_copy = None
         self._args = ()

@@ -6,13 +6,15 @@ batch of slots made ahead (:class:`gpu_vecenv.outputs.OutputArena`). Called
 from the host, that copy costs 7-9 µs of host time a step on an H100 host,
 through torch's ``copy_`` or the driver alike: a third of a small env's
 ``step`` (benchmarks/results/h100_2026-12-06e/). Here it is two more kernels
-in the step's graph, after the step kernel: :func:`copy_kernels`' first copies
+in the step's graph, after the step kernel: :func:`copy_kernel` copies
 the arena into the slot whose device address is entry ``1 + ring[0]`` of a
-small int64 device array, the ring, and the second adds one to ``ring[0]``,
-so that the next replay writes the next slot. The host writes a batch's slot
-addresses and the index of the next slot into the ring once a batch
-(:meth:`OutputArena.ring_slot`, an asynchronous copy from pinned memory on the
-current stream), so that a step is one graph replay and no copy call. The arena and every slot are whole
+small int64 device array, the ring, and the last of its blocks to finish adds
+one to ``ring[0]``, so that the next replay writes the next slot. (A second,
+one-thread kernel for that addition cost a graph node: about 2 µs of device
+time a step.) The host writes a batch's slot addresses and the index of the
+next slot into the ring once a batch (:meth:`OutputArena.ring_slot`, an
+asynchronous copy from pageable memory on the current stream), so that a step
+is one graph replay and no copy call. The arena and every slot are whole
 8-byte words, copied a word a thread.
 
 The copy kernel turns an address into a pointer, which Numba's array model
@@ -48,48 +50,50 @@ def _int64_pointer(typingctx: Any, address: Any) -> Any:
 
 
 @functools.cache
-def copy_kernels() -> tuple[Any, Any]:
-    """``(copy_to_slot, advance)``, compiled at their first launch.
+def copy_kernel() -> Any:
+    """``copy_to_slot(words, ring, finished)``, compiled at its first launch.
 
-    ``copy_to_slot(words, ring)``: ``words`` (int64, the arena's bytes) to the
-    address ``ring[1 + ring[0]]``; nothing where ``ring[0]`` is outside the
-    ring or the address is 0 (a ring not yet written). ``advance(ring)``:
-    ``ring[0] += 1``, one thread.
+    Copies ``words`` (int64, the arena's bytes) to the address ``ring[1 + ring[0]]``, and then the last block
+    to finish adds one to ``ring[0]``; ``finished`` (int32, one entry, 0 between launches) counts the blocks
+    done. Nothing is copied or advanced where ``ring[0]`` is outside the ring or the address is 0 (a ring not
+    yet written).
     """
 
     # Kernel bodies are Numba's, not Python's: left unannotated, so that mypy does not read them.
     @cuda.jit
-    def copy_to_slot(words, ring):
+    def copy_to_slot(words, ring, finished):
         slot = ring[0]
         if slot < 0 or slot >= ring.size - 1:
-            return
+            return  # the same for every block: none waits for the others below
         address = ring[1 + slot]
         if address == 0:
             return
         target = _int64_pointer(address)
         for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
             target[i] = words[i]
+        # Every block has read ring[0] before it counts itself, so the last one counted may advance it.
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            cuda.threadfence()
+            if cuda.atomic.add(finished, 0, 1) == cuda.gridDim.x - 1:
+                ring[0] = slot + 1
+                finished[0] = 0
 
-    @cuda.jit
-    def advance(ring):
-        if cuda.grid(1) == 0:
-            ring[0] += 1
-
-    return copy_to_slot, advance
+    return copy_to_slot
 
 
 class SlotCopy:
-    """The two launches that copy ``buffer`` (an arena's ``(nbytes,)`` uint8 bytes, ``nbytes`` a multiple of 8)
+    """The launch that copies ``buffer`` (an arena's ``(nbytes,)`` uint8 bytes, ``nbytes`` a multiple of 8)
     into the slot ``ring`` (int64, on the same GPU) names, on a given Numba stream: to be captured in a graph."""
 
     def __init__(self, buffer: torch.Tensor, ring: torch.Tensor) -> None:
         words = buffer.view(torch.int64)
         self._words = cuda.as_cuda_array(words)
         self._ring = cuda.as_cuda_array(ring)
+        self._finished_tensor = torch.zeros(1, dtype=torch.int32, device=ring.device)  # kept alive for the view
+        self._finished = cuda.as_cuda_array(self._finished_tensor)
         multiprocessors = torch.cuda.get_device_properties(buffer.device).multi_processor_count
         self._blocks = max(1, min(-(-words.numel() // _COPY_THREADS), _COPY_BLOCKS_PER_SM * multiprocessors))
 
     def launch(self, stream: Any) -> None:
-        copy_to_slot, advance = copy_kernels()
-        copy_to_slot[self._blocks, _COPY_THREADS, stream](self._words, self._ring)
-        advance[1, 32, stream](self._ring)
+        copy_kernel()[self._blocks, _COPY_THREADS, stream](self._words, self._ring, self._finished)

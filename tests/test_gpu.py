@@ -153,3 +153,30 @@ def test_a_copy_that_cannot_be_captured_falls_back_to_the_host_copy_and_says_so_
         kept = first.clone()
         envs.step(random_actions(envs))
     assert torch.equal(first, kept)  # still fresh tensors, copied from the host
+
+
+def test_the_slot_copy_writes_the_slot_the_ring_names_and_its_last_block_advances_the_ring_once():
+    from numba import cuda
+
+    from gpu_vecenv.slot_copy import SlotCopy
+
+    words = 300_000  # more words than the grid has threads: every block loops
+    arena = torch.arange(words, dtype=torch.int64, device="cuda").view(torch.uint8)
+    slots = torch.full((4, words), -1, dtype=torch.int64, device="cuda")
+    ring = torch.tensor([0, *(row.data_ptr() for row in slots), 0], dtype=torch.int64, device="cuda")
+    slot_copy = SlotCopy(arena, ring)
+    assert slot_copy._blocks > 1
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    for launch in range(3):
+        arena.view(torch.int64).add_(launch)
+        slot_copy.launch(stream)
+    torch.cuda.synchronize()
+    assert int(ring[0]) == 3 and int(slot_copy._finished_tensor[0]) == 0
+    expected = torch.arange(words, dtype=torch.int64, device="cuda")
+    for i, total in enumerate((0, 1, 3)):
+        assert torch.equal(slots[i], expected + total)
+    assert slots[3].eq(-1).all()
+    ring[0] = 4  # entry 1 + 4 is 0: a ring not yet written there; nothing copied, nothing advanced
+    slot_copy.launch(stream)
+    torch.cuda.synchronize()
+    assert int(ring[0]) == 4 and slots[3].eq(-1).all()

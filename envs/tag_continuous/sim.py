@@ -221,29 +221,35 @@ def clear_nearest(k_max, near_d2, near_id):
 def insert_nearest(j, d2, k_max, near_d2, near_id, later_id):
     """Put agent ``j`` at squared distance ``d2`` into the top-K list, kept sorted by distance then id.
 
-    Every place is visited: the candidate takes the first place it beats and
-    carries that place's agent on to the next, the last one falling off. The
-    fixed trip count lets the GPU compiler unroll the loop, keep the list in
-    registers and turn the swaps into selects (no branch, no local memory).
-    As the list is sorted, the candidate beats every place after the first it
-    beats, so each place is compared with the candidate, not with the carry.
-    ``later_id`` (a constant at each call) says that ``j`` is larger than every
-    id in the list, as in a scan by ascending id: a tie in distance then never
-    beats, and one comparison a place decides. The caller has already checked
-    that ``j`` beats the last place.
+    The list is sorted, so the candidate beats every place from the first it
+    beats on: place ``m`` then takes what was at ``m - 1``, or the candidate
+    if it does not beat ``m - 1``; places before the first it beats keep
+    theirs. Each place is decided from its own old value and the one above,
+    going from the last place up, so no value is carried from place to place:
+    where a warp runs one thread an agent and few warps share a scheduler,
+    the places' comparisons and selects issue side by side instead of waiting
+    on each other. The fixed trip count lets the GPU compiler unroll the loop,
+    keep the list in registers and turn the choices into selects (no branch,
+    no local memory). ``later_id`` (a constant at each call) says that ``j``
+    is larger than every id in the list, as in a scan by ascending id: a tie
+    in distance then never beats, and one comparison a place decides.
     """
-    carry_d2 = d2
-    carry_id = j
-    for m in range(k_max):
-        place_d2 = near_d2[m]
-        place_id = near_id[m]
-        beats = d2 < place_d2
+    last_d2 = near_d2[k_max - 1]
+    beats = d2 < last_d2
+    if not later_id:
+        beats = beats or (d2 == last_d2 and j < near_id[k_max - 1])
+    for step in range(k_max - 1):
+        m = k_max - 1 - step
+        above_d2 = near_d2[m - 1]
+        above_id = near_id[m - 1]
+        beats_above = d2 < above_d2
         if not later_id:
-            beats = beats or (d2 == place_d2 and j < place_id)
-        near_d2[m] = carry_d2 if beats else place_d2
-        near_id[m] = carry_id if beats else place_id
-        carry_d2 = place_d2 if beats else carry_d2
-        carry_id = place_id if beats else carry_id
+            beats_above = beats_above or (d2 == above_d2 and j < above_id)
+        near_d2[m] = (above_d2 if beats_above else d2) if beats else near_d2[m]
+        near_id[m] = (above_id if beats_above else j) if beats else near_id[m]
+        beats = beats_above
+    near_d2[0] = d2 if beats else near_d2[0]
+    near_id[0] = j if beats else near_id[0]
 
 
 @shared(inline=False)
