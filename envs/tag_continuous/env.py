@@ -29,8 +29,8 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
 # The register cap of the K-nearest kernels when none is asked for (max_registers="auto"). Uncapped, the
-# scan takes 66 registers a thread (7 blocks of 128 threads an SM) and the spatial index 116 (2 blocks of
-# 256); capped at 48 they spill 44 B and 880 B to local memory yet hold 10 and 5 blocks, and on an H200
+# scan takes 80 registers a thread (6 blocks of 128 threads an SM) and the spatial index 115 (2 blocks of
+# 256); capped at 48 they spill 44 B and 820 B to local memory yet hold 10 and 5 blocks, and on an H200
 # the kernel went from 137 to 126 us at 10+100 agents x 2000 games and from 3395 to 2219 us at
 # 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/). The full observation is left uncapped: it
 # waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
@@ -42,8 +42,9 @@ K_NEAREST_MAX_REGISTERS = 48
 # capped and 510 uncapped, at 262 games of 2000 agents 449 and 417, at 128 of 4096 569 and 537; the scan
 # at 100, 264 and 528 games of 110 agents 35.2 / 39.8 / 53.0 capped, 33.9 / 37.8 / 49.5 uncapped (at 2000
 # games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90):
-# the scan 76, the index 114-116; resident games follow from them (resident_blocks_per_multiprocessor).
-K_NEAREST_UNCAPPED_REGISTERS = {"scan": 76, "index": 116}
+# the scan 80, the index 115 (76 and 116 before v40's insertion, the same blocks an SM); resident games
+# follow from them (resident_blocks_per_multiprocessor).
+K_NEAREST_UNCAPPED_REGISTERS = {"scan": 80, "index": 115}
 
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
