@@ -131,10 +131,17 @@ def step_kernel_launch(env: Any) -> Callable[[], None]:
     """One launch of a ``GpuVectorEnv``'s step kernel as ``step`` makes it, on the state and actions the env
     holds: a graph replay or eager launch into the env's outputs, or, where the kernel writes each step's
     fresh outputs itself (``env.direct_write``: the env then has no output buffer of its own), a launch into
-    one fresh slot taken here."""
+    a fresh slot: the next one the ring names, or one taken here for a kernel given its outputs."""
     backend = env._backend
+    arena = getattr(env, "_arena", None)
+    if getattr(backend, "writes_ring", False):
+        # The kernel writes the slot the ring names and moves the ring on: a slot named before each launch.
+        def launch_into_ring_slot() -> None:
+            arena.ring_slot()
+            backend.launch(OP_STEP)
+
+        return launch_into_ring_slot
     if getattr(env, "direct_write", False):
-        arena = env._arena
         _, slot = arena.fresh_for_kernel()
         return lambda: backend.launch_into(OP_STEP, arena, slot)
     return lambda: backend.launch(OP_STEP)

@@ -7,17 +7,20 @@ game, on torch's current CUDA stream; :class:`CpuBackend` calls the
 kernel reads and writes the tensors in place through views made once.
 
 Since every argument of every launch is fixed at construction (state, params,
-the env's action buffer, the output arena) and only ``op`` varies, the CUDA
-backend captures one CUDA graph per ``op`` right after the first, eager,
+the env's action buffer, the output arena or, for ``copy=True`` on the GPU,
+the ring that names each launch's fresh outputs) and only ``op`` varies, the
+CUDA backend captures one CUDA graph per ``op`` right after the first, eager,
 launch (inside the first ``reset``, since capturing synchronizes the device);
-a ``step`` is then one graph replay on the current stream. For an env with
-``copy=True`` it also captures, per ``op``, a graph that then copies the outputs
-into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
+a ``step`` is then one graph replay on the current stream. For ``copy=True``
+without the ring (a hand-written kernel, or an env told to copy by its
+``direct_write_bytes``) it also captures, per ``op``, a graph that then
+copies the outputs into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
 :meth:`CudaBackend.launch_copying`), so that a copying step is one replay too.
 
 ``launch_into`` runs one launch with other output buffers than those fixed at
-construction (the env's fresh outputs for a large ``copy=True`` step): an
-eager launch, whose new arguments cost host time instead of a device copy.
+construction (the env's fresh outputs, for a kernel that cannot find them
+through a ring): an eager launch, whose new arguments cost host time instead
+of a device copy.
 """
 
 from __future__ import annotations
@@ -231,15 +234,29 @@ class CudaBackend:
 
     def __init__(self, definition: EnvDefinition, buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...],
                  actions: torch.Tensor, out: KernelOutputs, threads_per_block: int | None = None,
-                 cuda_graphs: bool = True) -> None:  # fmt: skip
+                 cuda_graphs: bool = True, ring: torch.Tensor | None = None) -> None:  # fmt: skip
+        """``ring``: launch the kernel that writes each launch's outputs into the fresh slot this ring names
+        (:meth:`OutputArena.ring`; ``out`` is then unused), a generated kernel's second form
+        (:mod:`gpu_vecenv.codegen`)."""
         self._definition = definition
-        self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
+        self.writes_ring = ring is not None
+        if ring is not None and definition.cuda_kernel is not None:
+            raise ValueError(f"env {definition.name!r}: a hand-written cuda_kernel takes its outputs as arguments; "
+                             "it cannot write them into the slot a ring names")  # fmt: skip
+        if ring is not None:
+            self._kernel = load_kernel_module(definition, "cuda", ring_outputs=True).run
+        else:
+            self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
         self.device = actions.device
         self.grid = int(buffers["game_i64"].shape[1])
         self.block = _threads_per_block(definition, threads_per_block)
         self.cuda_graphs = bool(cuda_graphs) and not SIMULATOR
         self._gpu_index = self.device.index if self.device.index is not None else 0
         tensors = _kernel_tensors(buffers, params, actions, out)
+        if ring is not None:
+            # The ring kernel's block counter, 0 between launches; its address is in every graph of the kernel.
+            self._finished = torch.zeros(1, dtype=torch.int32, device=ring.device)
+            tensors = tensors[:-_OUTPUT_ARRAYS] + (ring, self._finished)
         if SIMULATOR:
             self._args = tuple(t.numpy() for t in tensors)
         else:
@@ -285,8 +302,10 @@ class CudaBackend:
             raise KernelCompileError(self._definition, "cuda", exc) from exc
 
     def launch(self, op: int) -> None:
-        """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
-        _refuse_stand_in_outputs(self._stand_in_outputs)
+        """Run ``op`` on the current stream: a graph replay once captured, else an eager launch. With a ring
+        (``writes_ring``), the outputs go to the slot the ring names, which the caller has written."""
+        if not self.writes_ring:
+            _refuse_stand_in_outputs(self._stand_in_outputs)
         graph = self._graphs.get(op)
         if graph is not None:
             graph.replay()
@@ -297,6 +316,8 @@ class CudaBackend:
         """Run ``op`` eagerly on the current stream with its outputs written to ``row``, a fresh slot of
         ``arena``, instead of the arena; no graph is replayed. Once prepared, a launch takes the slot's data
         pointers, not views of it."""
+        if self.writes_ring:
+            raise RuntimeError("this backend's kernel writes the slot its ring names: name it (ring_slot), launch")
         if isinstance(self._output_launch, _OutputLaunch):
             try:
                 self._configured()  # follows the current torch stream
@@ -327,7 +348,8 @@ class CudaBackend:
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
-        _refuse_stand_in_outputs(self._stand_in_outputs)
+        if not self.writes_ring:
+            _refuse_stand_in_outputs(self._stand_in_outputs)
         for op in ops:
             if not self.cuda_graphs or op in self._graphs:
                 continue
@@ -340,7 +362,9 @@ class CudaBackend:
                 self.cuda_graphs = False
                 return
             self._graphs[op] = graph
-        if copy_into is not None and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
+        copying = copy_into is not None and not self.writes_ring
+        if copying and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
+            assert copy_into is not None
             self._capture_copying(ops, copy_into)
 
     def _capture_copying(self, ops: tuple[int, ...], arena: OutputArena) -> None:

@@ -13,6 +13,17 @@ or ``"cpu"`` (a ``numba.njit(parallel=True)`` function, ``prange`` over
 games, plain loops over agents). Both call the same phase functions. ``op`` is
 :data:`OP_STEP` or :data:`OP_RESET`.
 
+The ``"cuda"`` target has a second form, ``ring_outputs=True``, for an env
+whose every launch writes a fresh set of outputs (``copy=True``): ``obs``,
+``rewards``, ``flags`` and ``final_obs`` give way to ``ring`` and
+``finished`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output arrays
+at the address ``ring[1 + ring[0]]``, laid out as
+:class:`~gpu_vecenv.outputs.OutputArena` lays out a slot, and the last of
+its blocks to finish (``finished`` counts them) adds one to ``ring[0]``. Its
+arguments never change, so a CUDA graph of it writes a new slot at each
+replay, where the host has written the slots' addresses
+(:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`).
+
 The module is written once into a cache directory (``GPU_VECENV_CACHE_DIR``,
 by default ``~/.cache/gpu_vecenv``) under a name that hashes the generated
 text and the sources of the package and of the env's phase modules, then
@@ -47,6 +58,7 @@ PENDING_RESET_CALL = 2
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 
 KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, obs, rewards, flags, final_obs, op"
+RING_KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, ring, finished, op"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -234,10 +246,13 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         w.barrier()
 
 
-def generate_source(definition: EnvDefinition, target: str) -> str:
-    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``)."""
+def generate_source(definition: EnvDefinition, target: str, ring_outputs: bool = False) -> str:
+    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``); ``ring_outputs``: the CUDA
+    kernel that writes its outputs into the slot a ring names (see the module's docstring)."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"target must be 'cuda' or 'cpu', got {target!r}")
+    if ring_outputs and target != "cuda":
+        raise ValueError("only the cuda target writes its outputs into the slot a ring names")
     params = ParamLayout(definition)
     imports, aliases = _phase_imports(definition)
     w = _Writer(target, params)
@@ -247,6 +262,8 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     w.line("from numba import cuda")
     for text in imports:
         w.line(text)
+    if ring_outputs:
+        w.line("from gpu_vecenv.device_arrays import array_at")
     if target == "cuda":
         for text in params.module_lines():
             w.line(text)
@@ -257,9 +274,11 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
         w.line(f"@cuda.jit(cache=True{cap})")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
-    with w.block(f"def run({KERNEL_ARGS}):"):
+    with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
         for text in params.source_lines(literal=target == "cuda"):
             w.line(text)
+        if ring_outputs:
+            _ring_outputs(w, definition)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out", "final_active_out")):
             w.line(f"{name} = flags[{i}]")
         if target == "cuda":
@@ -270,12 +289,48 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
             w.line("tid = np.uint32(cuda.threadIdx.x)")
             w.line("nthreads = np.uint32(cuda.blockDim.x)")
             _game_body(w, definition, aliases)
+            if ring_outputs:
+                _advance_ring(w)
         else:
             with w.block("for g in numba.prange(game_i64.shape[1]):"):
                 for j, arr in enumerate(definition.scratch):
                     w.line(f"{arr.name} = np.empty({w.bound(f'scratch{j}', arr.length)}, np.{arr.dtype})")
                 _game_body(w, definition, aliases)
     return "\n".join(w.lines) + "\n"
+
+
+def _ring_outputs(w: _Writer, definition: EnvDefinition) -> None:
+    """The output arrays at the slot ``ring`` names, as :meth:`OutputArena.kernel_pointers` places them: obs,
+    rewards, then in SAME_STEP mode final_obs (float32), then the five flag planes (uint8)."""
+    # A ring that names no slot (an index outside it, or an address not yet written) launches nothing:
+    # every thread reads the same entries, so every thread of every block returns, and none waits below.
+    w.line("ring_slot = ring[0]")
+    with w.block("if ring_slot < 0 or ring_slot >= ring.size - 1:"):
+        w.line("return")
+    w.line("ring_base = ring[1 + ring_slot]")
+    with w.block("if ring_base == 0:"):
+        w.line("return")
+    w.line("ring_games = game_i64.shape[1]")
+    w.line("ring_envs = ring_games * num_agents")
+    d = definition.obs_dim
+    w.line(f"obs = array_at(ring_base, (ring_games, num_agents, {d}), np.float32)")
+    w.line(f"rewards = array_at(ring_base + 4 * ring_envs * {d}, (ring_games, num_agents), np.float32)")
+    w.line(f"ring_same_step = autoreset_mode == {SAME_STEP}")
+    # Outside SAME_STEP mode the slot holds no final_obs and the kernel never writes one: any address will do.
+    w.line(f"final_obs = array_at(ring_base + 4 * (ring_envs * {d} + ring_envs) if ring_same_step else ring_base, "
+           f"(ring_games, num_agents, {d}), np.float32)")  # fmt: skip
+    w.line(f"ring_float_bytes = 4 * (ring_envs * {d} * (2 if ring_same_step else 1) + ring_envs)")
+    w.line("flags = array_at(ring_base + ring_float_bytes, (5, ring_games, num_agents), np.uint8)")
+
+
+def _advance_ring(w: _Writer) -> None:
+    # Every block read ring[0] before it counts itself, so the last one counted may move it on.
+    w.line("cuda.syncthreads()")
+    with w.block("if tid == 0:"):
+        w.line("cuda.threadfence()")
+        with w.block("if cuda.atomic.add(finished, 0, 1) == cuda.gridDim.x - 1:"):
+            w.line("ring[0] = ring_slot + 1")
+            w.line("finished[0] = 0")
 
 
 def _write_outputs(w: _Writer, definition: EnvDefinition, term: str, trunc: str, zero_rewards: bool) -> None:
@@ -387,12 +442,14 @@ def _sources_digest(definition: EnvDefinition) -> str:
     return h.hexdigest()
 
 
-def load_kernel_module(definition: EnvDefinition, target: str) -> ModuleType:
-    """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``."""
-    source = generate_source(definition, target)
+def load_kernel_module(definition: EnvDefinition, target: str, ring_outputs: bool = False) -> ModuleType:
+    """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``
+    (``ring_outputs``: see :func:`generate_source`)."""
+    source = generate_source(definition, target, ring_outputs)
     digest = hashlib.sha256((source + _sources_digest(definition)).encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in definition.name)
-    module_name = f"gpu_vecenv_kernel_{safe}_{target}_{digest}"
+    form = f"{target}_ring" if ring_outputs else target
+    module_name = f"gpu_vecenv_kernel_{safe}_{form}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     directory = cache_dir()

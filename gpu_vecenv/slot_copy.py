@@ -1,27 +1,29 @@
 """The copy of a step's outputs into fresh tensors, made part of the step's CUDA graph.
 
-With ``copy=True`` a step returns tensors that no later step writes: the
-outputs are copied out of the env's output arena into a never-used slot of a
-batch of slots made ahead (:class:`gpu_vecenv.outputs.OutputArena`). Called
+With ``copy=True`` a step returns tensors that no later step writes. A
+generated kernel writes them itself, into a never-used slot of a batch of
+slots made ahead (:class:`gpu_vecenv.outputs.OutputArena`). A kernel that
+cannot (a hand-written one), or an env told to copy (``direct_write_bytes``
+above its outputs), writes the env's output arena, and the outputs are
+copied out of it into such a slot. Called
 from the host, that copy costs 7-9 µs of host time a step on an H100 host,
 through torch's ``copy_`` or the driver alike: a third of a small env's
-``step`` (benchmarks/results/h100_2026-12-06e/). Here it is two more kernels
+``step`` (benchmarks/results/h100_2026-12-06e/). Here it is one more kernel
 in the step's graph, after the step kernel: :func:`copy_kernel` copies
 the arena into the slot whose device address is entry ``1 + ring[0]`` of a
 small int64 device array, the ring, and the last of its blocks to finish adds
-one to ``ring[0]``, so that the next replay writes the next slot. (A second,
-one-thread kernel for that addition cost a graph node: about 2 µs of device
-time a step.) The host writes a batch's slot addresses and the index of the
+one to ``ring[0]``, so that the next replay writes the next slot (a second,
+one-thread kernel for that addition cost 0.8 µs of device time a step,
+benchmarks/results/h100_2026-12-06f/). The host writes a batch's slot addresses and the index of the
 next slot into the ring once a batch (:meth:`OutputArena.ring_slot`, an
 asynchronous copy from pageable memory on the current stream), so that a step
 is one graph replay and no copy call. The arena and every slot are whole
 8-byte words, copied a word a thread.
 
-The copy kernel turns an address into a pointer, which Numba's array model
-has no word for: :func:`_int64_pointer` is that one LLVM instruction. It runs
-only on a real GPU (the CUDA simulator runs no graphs), where the backend
-captures it; where it cannot be compiled or captured, the backend says so and
-the step copies from the host as before.
+The copy kernel writes through an array it makes at the slot's address
+(:func:`gpu_vecenv.device_arrays.array_at`). Only a real GPU captures it (the
+CUDA simulator runs no graphs); where it cannot be compiled or captured, the
+backend says so and the step copies from the host as before.
 """
 
 from __future__ import annotations
@@ -29,24 +31,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
 import torch
-from numba import cuda, types
-from numba.cuda.extending import intrinsic
+from numba import cuda
+
+from gpu_vecenv.device_arrays import array_at
 
 # Threads a block of the copy kernel; its blocks are capped at this many a multiprocessor (a grid-stride loop).
 _COPY_THREADS = 256
 _COPY_BLOCKS_PER_SM = 4
-
-
-@intrinsic
-def _int64_pointer(typingctx: Any, address: Any) -> Any:
-    """The device address ``address`` (an integer) as a pointer to int64 words."""
-    signature = types.CPointer(types.int64)(address)
-
-    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
-
-    return signature, codegen
 
 
 @functools.cache
@@ -68,7 +61,7 @@ def copy_kernel() -> Any:
         address = ring[1 + slot]
         if address == 0:
             return
-        target = _int64_pointer(address)
+        target = array_at(address, (words.size,), np.int64)
         for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
             target[i] = words[i]
         # Every block has read ring[0] before it counts itself, so the last one counted may advance it.

@@ -124,7 +124,10 @@ def make_envs(params: dict) -> GpuVectorEnv:
             outputs.DIRECT_WRITE_BYTES["cpu"] = default
         return GpuVectorEnv(hand_written, num_games=2, device="cpu", backend="cuda", **env_options)
     if ENTRY_BLOCK not in params:
-        return gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
+        envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="cuda", **params)
+        if envs.unwrapped.direct_write and not envs.unwrapped._backend.writes_ring:
+            raise AssertionError("a generated kernel wrote fresh outputs without the ring")
+        return envs
     params = dict(params)
     block, threads = params.pop(ENTRY_BLOCK), params.pop("threads_per_block")
     definition = entry_tag_definition(TagConfig(**params), block)

@@ -321,11 +321,15 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
     assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
     arena = envs.unwrapped._arena
     assert (arena._batch == 1) == (slots == "one a batch")
-    # The env keeps no output buffer of its own then, and its backend refuses to launch into the stand-ins.
+    # The env keeps no output buffer of its own then. On a GPU the kernel finds each launch's slot through a
+    # device ring; on the CPU its backend refuses to launch into the stand-ins.
     assert arena.buffer.numel() == 0
     assert all(t.untyped_storage().nbytes() <= 4 for t in arena.kernel.arrays())
-    with pytest.raises(RuntimeError, match="no output buffer of its own"):
-        envs.unwrapped._backend.launch(0)
+    if device == "cuda":
+        assert envs.unwrapped._backend.writes_ring
+    else:
+        with pytest.raises(RuntimeError, match="no output buffer of its own"):
+            envs.unwrapped._backend.launch(0)
     rng = np.random.default_rng(2)
     kept = [returned_tensors(envs.reset(seed=0))]
     seen = [[t.clone() for t in returned_tensors(twin.reset(seed=0))]]
@@ -347,8 +351,9 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
 
 
 def test_fresh_outputs_are_written_directly_from_the_devices_default_size(device, monkeypatch):
-    nbytes = make(device).unwrapped._arena.nbytes  # every output of a launch, in one buffer
-    assert not make(device).unwrapped.direct_write  # small: copied out of the env's buffers
+    nbytes = make(device, copy=False).unwrapped._arena.nbytes  # every output of a launch, in one buffer
+    # On a GPU always (no copy, a graph replay); on the CPU small outputs are copied out of the env's buffers.
+    assert make(device).unwrapped.direct_write == (device == "cuda")
     assert make(device, direct_write_bytes=nbytes).unwrapped.direct_write
     assert not make(device, direct_write_bytes=nbytes + 1).unwrapped.direct_write
     assert not make(device, copy=False, direct_write_bytes=0).unwrapped.direct_write  # nothing fresh to write
