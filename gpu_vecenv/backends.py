@@ -244,7 +244,7 @@ class CudaBackend:
             raise ValueError(f"env {definition.name!r}: a hand-written cuda_kernel takes its outputs as arguments; "
                              "it cannot write them into the slot a ring names")  # fmt: skip
         if ring is not None:
-            self._kernel = load_kernel_module(definition, "cuda", ring_outputs=True).run
+            self._kernel = load_kernel_module(definition, "cuda", ring_games=int(buffers["game_i64"].shape[1])).run
         else:
             self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
         self.device = actions.device

@@ -13,8 +13,8 @@ or ``"cpu"`` (a ``numba.njit(parallel=True)`` function, ``prange`` over
 games, plain loops over agents). Both call the same phase functions. ``op`` is
 :data:`OP_STEP` or :data:`OP_RESET`.
 
-The ``"cuda"`` target has a second form, ``ring_outputs=True``, for an env
-whose every launch writes a fresh set of outputs (``copy=True``): ``obs``,
+The ``"cuda"`` target has a second form, ``ring_games=G``, for an env of
+``G`` games whose every launch writes a fresh set of outputs (``copy=True``): ``obs``,
 ``rewards``, ``flags`` and ``final_obs`` give way to ``ring`` and
 ``finished`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output arrays
 at the address ``ring[1 + ring[0]]``, laid out as
@@ -22,7 +22,8 @@ at the address ``ring[1 + ring[0]]``, laid out as
 its blocks to finish (``finished`` counts them) adds one to ``ring[0]``. Its
 arguments never change, so a CUDA graph of it writes a new slot at each
 replay, where the host has written the slots' addresses
-(:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`).
+(:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`). The number of games is a
+literal of that form (one compiled kernel per number of games).
 
 The module is written once into a cache directory (``GPU_VECENV_CACHE_DIR``,
 by default ``~/.cache/gpu_vecenv``) under a name that hashes the generated
@@ -246,13 +247,17 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         w.barrier()
 
 
-def generate_source(definition: EnvDefinition, target: str, ring_outputs: bool = False) -> str:
-    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``); ``ring_outputs``: the CUDA
-    kernel that writes its outputs into the slot a ring names (see the module's docstring)."""
+def generate_source(definition: EnvDefinition, target: str, ring_games: int | None = None) -> str:
+    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``). ``ring_games``: the CUDA
+    kernel that writes the outputs of that many games into the slot a ring names (see the module's
+    docstring); ``None``: the kernel that takes its outputs as arguments."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"target must be 'cuda' or 'cpu', got {target!r}")
+    ring_outputs = ring_games is not None
     if ring_outputs and target != "cuda":
         raise ValueError("only the cuda target writes its outputs into the slot a ring names")
+    if ring_outputs and not (isinstance(ring_games, int) and ring_games >= 1):
+        raise ValueError(f"ring_games must be a number of games >= 1, got {ring_games!r}")
     params = ParamLayout(definition)
     imports, aliases = _phase_imports(definition)
     w = _Writer(target, params)
@@ -277,8 +282,8 @@ def generate_source(definition: EnvDefinition, target: str, ring_outputs: bool =
     with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
         for text in params.source_lines(literal=target == "cuda"):
             w.line(text)
-        if ring_outputs:
-            _ring_outputs(w, definition)
+        if ring_games is not None:
+            _ring_outputs(w, definition, ring_games)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out", "final_active_out")):
             w.line(f"{name} = flags[{i}]")
         if target == "cuda":
@@ -299,7 +304,7 @@ def generate_source(definition: EnvDefinition, target: str, ring_outputs: bool =
     return "\n".join(w.lines) + "\n"
 
 
-def _ring_outputs(w: _Writer, definition: EnvDefinition) -> None:
+def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None:
     """The output arrays at the slot ``ring`` names, as :meth:`OutputArena.kernel_pointers` places them: obs,
     rewards, then in SAME_STEP mode final_obs (float32), then the five flag planes (uint8)."""
     # A ring that names no slot (an index outside it, or an address not yet written) launches nothing:
@@ -310,7 +315,10 @@ def _ring_outputs(w: _Writer, definition: EnvDefinition) -> None:
     w.line("ring_base = ring[1 + ring_slot]")
     with w.block("if ring_base == 0:"):
         w.line("return")
-    w.line("ring_games = game_i64.shape[1]")
+    # The number of games as a literal: every output's offset from the slot's address is then a constant, and
+    # only that address is held in registers (read from game_i64's shape, the four pointers and strides were:
+    # 16 more registers a thread uncapped, benchmarks/ptx_report.py --ring-outputs).
+    w.line(f"ring_games = {int(num_games)}")
     w.line("ring_envs = ring_games * num_agents")
     d = definition.obs_dim
     w.line(f"obs = array_at(ring_base, (ring_games, num_agents, {d}), np.float32)")
@@ -442,13 +450,13 @@ def _sources_digest(definition: EnvDefinition) -> str:
     return h.hexdigest()
 
 
-def load_kernel_module(definition: EnvDefinition, target: str, ring_outputs: bool = False) -> ModuleType:
+def load_kernel_module(definition: EnvDefinition, target: str, ring_games: int | None = None) -> ModuleType:
     """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``
-    (``ring_outputs``: see :func:`generate_source`)."""
-    source = generate_source(definition, target, ring_outputs)
+    (``ring_games``: see :func:`generate_source`)."""
+    source = generate_source(definition, target, ring_games)
     digest = hashlib.sha256((source + _sources_digest(definition)).encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in definition.name)
-    form = f"{target}_ring" if ring_outputs else target
+    form = f"{target}_ring{ring_games}" if ring_games is not None else target
     module_name = f"gpu_vecenv_kernel_{safe}_{form}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
