@@ -181,19 +181,25 @@ def test_returned_tensors_never_change_by_default(device):
     assert torch.equal(first_obs, first_obs_copy)
 
 
-def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch):
+@pytest.mark.parametrize("fresh", ["written", "copied"])
+def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, fresh, monkeypatch):
     # copy=True hands out slots made ahead in batches; with batches of 3 slots (the byte cap deciding), keep
     # 20 steps' outputs: each must still hold what a copy=False twin showed at its step, in memory of its own.
-    nbytes = make(device).unwrapped._arena.nbytes
+    # "written": the env's default (on a GPU the kernel writes the slot a device ring names); "copied": the
+    # env told to copy its buffers into the slots (on a GPU inside the step's graph, gpu_vecenv/slot_copy.py).
+    options = {} if fresh == "written" else {"direct_write_bytes": 1 << 62}
+    nbytes = make(device, copy=False).unwrapped._arena.nbytes
     monkeypatch.setattr(outputs, "_BATCH_BYTES_GPU", 3 * nbytes)
     monkeypatch.setattr(outputs, "_BATCH_BYTES_CPU", 3 * nbytes)
-    envs, twin = make(device), make(device, copy=False)
+    envs, twin = make(device, **options), make(device, copy=False)
     assert envs.unwrapped._arena._batch == 3
     rng = np.random.default_rng(1)
     envs.reset(seed=0)
     twin.reset(seed=0)
-    # On a GPU each step is one graph replay that copies into the next slot itself (gpu_vecenv/slot_copy.py).
-    assert bool(getattr(envs.unwrapped._backend, "_copy_graphs", None)) == (device == "cuda")
+    backend = envs.unwrapped._backend
+    on_gpu = device == "cuda"
+    assert getattr(backend, "writes_ring", False) == (on_gpu and fresh == "written")
+    assert bool(getattr(backend, "_copy_graphs", None)) == (on_gpu and fresh == "copied")
     kept, seen = [], []
     for _ in range(20):
         actions = random_actions(envs, rng)
