@@ -65,7 +65,11 @@ def test_fresh_outputs_written_by_the_kernel_in_a_graph_replay_match_the_copied_
             assert torch.equal(now, then)
         assert outs[0][4].keys() == outs[1][4].keys()
         for key in outs[0][4]:
-            assert torch.equal(outs[0][4][key], outs[1][4][key])
+            now, then = outs[0][4][key], outs[1][4][key]
+            if isinstance(now, dict):  # SameStep's final_info
+                assert now.keys() == then.keys() and all(torch.equal(now[k], then[k]) for k in now)
+            else:
+                assert torch.equal(now, then)
         if step in (0, 5, 11):  # a few kept: each keeps its whole slot alive (up to 1.2 GB)
             kept.append((outs[0][0], outs[0][0].clone()))
     assert all(torch.equal(now, then) for now, then in kept)  # no later launch wrote an earlier step's tensors
@@ -83,7 +87,7 @@ def test_a_hand_written_kernel_writes_fresh_outputs_through_a_prepared_launch():
     from gpu_vecenv import GpuVectorEnv
     from gpu_vecenv.codegen import load_kernel_module
 
-    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda")
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=None)
     hand_written = dataclasses.replace(definition, cuda_kernel=load_kernel_module(definition, "cuda").run)
     direct = GpuVectorEnv(hand_written, num_games=8, device="cuda", direct_write_bytes=0)
     generated = GpuVectorEnv(definition, num_games=8, device="cuda", copy=False)

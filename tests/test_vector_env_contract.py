@@ -185,9 +185,9 @@ def test_returned_tensors_never_change_by_default(device):
 def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, fresh, monkeypatch):
     # copy=True hands out slots made ahead in batches; with batches of 3 slots (the byte cap deciding), keep
     # 20 steps' outputs: each must still hold what a copy=False twin showed at its step, in memory of its own.
-    # "written": the env's default (on a GPU the kernel writes the slot a device ring names); "copied": the
+    # "written": the kernel writes the slots (on a GPU, the slot a device ring names); "copied": the
     # env told to copy its buffers into the slots (on a GPU inside the step's graph, gpu_vecenv/slot_copy.py).
-    options = {} if fresh == "written" else {"direct_write_bytes": 1 << 62}
+    options = {"direct_write_bytes": 0} if fresh == "written" else {"direct_write_bytes": 1 << 62}
     nbytes = make(device, copy=False).unwrapped._arena.nbytes
     monkeypatch.setattr(outputs, "_BATCH_BYTES_GPU", 3 * nbytes)
     monkeypatch.setattr(outputs, "_BATCH_BYTES_CPU", 3 * nbytes)
