@@ -254,8 +254,9 @@ class CudaBackend:
         self._gpu_index = self.device.index if self.device.index is not None else 0
         tensors = _kernel_tensors(buffers, params, actions, out)
         if ring is not None:
-            # The ring kernel's block counter, 0 between launches; its address is in every graph of the kernel.
-            self._finished = torch.zeros(1, dtype=torch.int32, device=ring.device)
+            # The ring kernel's block counter (0 between launches) and its flag of a launch that found no slot
+            # (codegen); their address is in every graph of the kernel.
+            self._finished = torch.zeros(2, dtype=torch.int32, device=ring.device)
             tensors = tensors[:-_OUTPUT_ARRAYS] + (ring, self._finished)
         if SIMULATOR:
             self._args = tuple(t.numpy() for t in tensors)
@@ -371,8 +372,10 @@ class CudaBackend:
         try:
             slot_copy = SlotCopy(arena.buffer, arena.ring())
             with torch.cuda.device(self.device):
-                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied.
+                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied
+                # (and the copy says so: cleared below).
                 slot_copy.launch(self._configured().stream)
+                slot_copy.finished.zero_()
                 graphs = {}
                 for op in ops:
                     graph = graphs[op] = torch.cuda.CUDAGraph()
@@ -401,6 +404,21 @@ class CudaBackend:
             arena.forget_ring()
             raise
         return out
+
+    def ring_missed(self) -> bool:
+        """Whether a launch through a ring (the ring kernel's, or the copying graph's) found no slot named
+        there since the last call, and so wrote no outputs; the flag is then cleared. Reads the device's
+        flag: a synchronization, for ``reset``."""
+        if self.writes_ring:
+            flags = self._finished
+        elif self._slot_copy is not None:
+            flags = self._slot_copy.finished
+        else:
+            return False
+        if not bool(flags[1]):
+            return False
+        flags[1] = 0
+        return True
 
     def close(self) -> None:
         self._graphs.clear()

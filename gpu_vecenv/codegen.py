@@ -19,7 +19,8 @@ The ``"cuda"`` target has a second form, ``ring_games=G``, for an env of
 ``finished`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output arrays
 at the address ``ring[1 + ring[0]]``, laid out as
 :class:`~gpu_vecenv.outputs.OutputArena` lays out a slot, and the last of
-its blocks to finish (``finished`` counts them) adds one to ``ring[0]``. Its
+its blocks to finish (``finished[0]`` counts them) adds one to ``ring[0]``;
+a launch that finds no address there writes nothing and sets ``finished[1]``. Its
 arguments never change, so a CUDA graph of it writes a new slot at each
 replay, where the host has written the slots' addresses
 (:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`). The number of games is a
@@ -307,13 +308,16 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
 def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None:
     """The output arrays at the slot ``ring`` names, as :meth:`OutputArena.kernel_pointers` places them: obs,
     rewards, then in SAME_STEP mode final_obs (float32), then the five flag planes (uint8)."""
-    # A ring that names no slot (an index outside it, or an address not yet written) launches nothing:
-    # every thread reads the same entries, so every thread of every block returns, and none waits below.
+    # A ring that names no slot (an index outside it, or an address not yet written) launches nothing and
+    # says so in finished[1], which the env reads at its next reset: every thread reads the same entries, so
+    # every thread of every block returns, and none waits below.
     w.line("ring_slot = ring[0]")
-    with w.block("if ring_slot < 0 or ring_slot >= ring.size - 1:"):
-        w.line("return")
-    w.line("ring_base = ring[1 + ring_slot]")
+    w.line("ring_base = 0")
+    with w.block("if ring_slot >= 0 and ring_slot < ring.size - 1:"):
+        w.line("ring_base = ring[1 + ring_slot]")
     with w.block("if ring_base == 0:"):
+        with w.block("if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:"):
+            w.line("finished[1] = 1")
         w.line("return")
     # The number of games as a literal: every output's offset from the slot's address is then a constant, and
     # only that address is held in registers (read from game_i64's shape, the four pointers and strides were:

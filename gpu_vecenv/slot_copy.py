@@ -47,19 +47,21 @@ def copy_kernel() -> Any:
     """``copy_to_slot(words, ring, finished)``, compiled at its first launch.
 
     Copies ``words`` (int64, the arena's bytes) to the address ``ring[1 + ring[0]]``, and then the last block
-    to finish adds one to ``ring[0]``; ``finished`` (int32, one entry, 0 between launches) counts the blocks
-    done. Nothing is copied or advanced where ``ring[0]`` is outside the ring or the address is 0 (a ring not
-    yet written).
+    to finish adds one to ``ring[0]``; ``finished`` (int32, two entries) counts the blocks done in entry 0
+    (0 between launches). Nothing is copied or advanced where ``ring[0]`` is outside the ring or the address
+    is 0 (a ring not yet written): entry 1 is then set to 1, and stays so until the host clears it.
     """
 
     # Kernel bodies are Numba's, not Python's: left unannotated, so that mypy does not read them.
     @cuda.jit
     def copy_to_slot(words, ring, finished):
         slot = ring[0]
-        if slot < 0 or slot >= ring.size - 1:
-            return  # the same for every block: none waits for the others below
-        address = ring[1 + slot]
-        if address == 0:
+        address = 0
+        if slot >= 0 and slot < ring.size - 1:
+            address = ring[1 + slot]
+        if address == 0:  # the same for every block: none waits for the others below
+            if cuda.grid(1) == 0:
+                finished[1] = 1
             return
         target = array_at(address, (words.size,), np.int64)
         for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
@@ -83,8 +85,9 @@ class SlotCopy:
         words = buffer.view(torch.int64)
         self._words = cuda.as_cuda_array(words)
         self._ring = cuda.as_cuda_array(ring)
-        self._finished_tensor = torch.zeros(1, dtype=torch.int32, device=ring.device)  # kept alive for the view
-        self._finished = cuda.as_cuda_array(self._finished_tensor)
+        # Kept alive for the view; entry 1 says that a launch found no slot (see copy_kernel).
+        self.finished = torch.zeros(2, dtype=torch.int32, device=ring.device)
+        self._finished = cuda.as_cuda_array(self.finished)
         multiprocessors = torch.cuda.get_device_properties(buffer.device).multi_processor_count
         self._blocks = max(1, min(-(-words.numel() // _COPY_THREADS), _COPY_BLOCKS_PER_SM * multiprocessors))
 

@@ -448,6 +448,17 @@ class GpuVectorEnv(VectorEnv):
                 "The env was not reset; call reset() again to go on, or pass strict=True to raise at the step."
             )
 
+    def _raise_if_ring_missed(self) -> None:
+        if not (self.copy and isinstance(self._backend, CudaBackend) and self._backend.ring_missed()):
+            return
+        self._arena.forget_ring()  # written again at the next launch
+        raise RuntimeError(
+            f"{self.definition.name}: a launch since the last reset found no fresh output slot named in the "
+            "device ring that copy=True steps write through, and wrote nothing: the outputs it returned are "
+            "uninitialized memory, and the games were not stepped. This is a bug of gpu_vecenv; please report "
+            "it. The env was not reset; call reset() again to go on."
+        )
+
     # -- Gymnasium API ------------------------------------------------------------
     def _check_open(self) -> None:
         if self.closed:
@@ -477,6 +488,7 @@ class GpuVectorEnv(VectorEnv):
                 f"known: {sorted({'reset_mask', *self.definition.reset_option_names})}"
             )
         self._raise_pending_action_errors()
+        self._raise_if_ring_missed()
         if self.definition.reset_options is not None:
             self.definition.reset_options(self._views, options, game_mask)
         if isinstance(self._backend, ReferenceBackend):

@@ -78,6 +78,26 @@ def test_fresh_outputs_written_by_the_kernel_in_a_graph_replay_match_the_copied_
     assert torch.equal(first[0], first[1])
 
 
+def test_the_ring_names_the_right_slot_for_every_block_over_many_batches():
+    # 10000 games of 1+3 (10000 blocks, each of which reads the ring; the last to finish moves it on), 100 steps
+    # of small outputs: slots from two batches, each step's outputs equal to a copy=False twin's and kept.
+    params = dict(num_envs=40_000, device="cuda", num_taggers=1, num_runners=3, use_full_observation=True,
+                  episode_length=30)  # fmt: skip
+    written, twin = gym.make_vec("WarpTag-v0", **params), gym.make_vec("WarpTag-v0", copy=False, **params)
+    assert written.unwrapped._backend.writes_ring and written.unwrapped._arena._batch < 100
+    assert torch.equal(written.reset(seed=5)[0], twin.reset(seed=5)[0])
+    kept = []
+    for _ in range(100):
+        actions = random_actions(written)
+        outputs = written.step(actions)[:4]
+        expected = twin.step(actions)[:4]
+        assert all(torch.equal(now, then) for now, then in zip(outputs, expected, strict=True))
+        kept.append((outputs, [t.clone() for t in outputs]))
+    assert all(torch.equal(a, b) for now, then in kept for a, b in zip(now, then, strict=True))
+    assert len({outputs[0].data_ptr() for outputs, _ in kept}) == 100
+    assert not written.unwrapped._backend.ring_missed()
+
+
 def test_a_hand_written_kernel_writes_fresh_outputs_through_a_prepared_launch():
     # A hand-written kernel takes its outputs as arguments: a direct write is an eager launch with new ones.
     import dataclasses
