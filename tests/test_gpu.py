@@ -223,7 +223,7 @@ def test_the_slot_copy_writes_the_slot_the_ring_names_and_its_last_block_advance
         arena.view(torch.int64).add_(launch)
         slot_copy.launch(stream)
     torch.cuda.synchronize()
-    assert int(ring[0]) == 3 and int(slot_copy._finished_tensor[0]) == 0
+    assert int(ring[0]) == 3 and int(slot_copy.finished[0]) == 0
     expected = torch.arange(words, dtype=torch.int64, device="cuda")
     for i, total in enumerate((0, 1, 3)):
         assert torch.equal(slots[i], expected + total)
