@@ -41,7 +41,7 @@ from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
 from gpu_vecenv.outputs import KernelOutputs, OutputArena, SlotOutputs
 from gpu_vecenv.shared import SIMULATOR
-from gpu_vecenv.slot_copy import SlotCopy
+from gpu_vecenv.slot_copy import SlotCopy, advance_kernel
 from gpu_vecenv.stream_ops import StreamOps
 
 
@@ -254,19 +254,21 @@ class CudaBackend:
         self._gpu_index = self.device.index if self.device.index is not None else 0
         tensors = _kernel_tensors(buffers, params, actions, out)
         if ring is not None:
-            # The ring kernel's block counter (0 between launches) and its flag of a launch that found no slot
-            # (codegen); their address is in every graph of the kernel.
-            self._finished = torch.zeros(2, dtype=torch.int32, device=ring.device)
-            tensors = tensors[:-_OUTPUT_ARRAYS] + (ring, self._finished)
+            # The ring kernel's flag of a launch that found no slot (codegen); its address is in every graph.
+            self._ring_missed = torch.zeros(1, dtype=torch.int32, device=ring.device)
+            tensors = tensors[:-_OUTPUT_ARRAYS] + (ring, self._ring_missed)
         if SIMULATOR:
             self._args = tuple(t.numpy() for t in tensors)
         else:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
+        # The ring's view, which advance_kernel moves on after each launch of the ring kernel.
+        self._ring_view = self._args[-2] if ring is not None else None
         self._stand_in_outputs = out.stand_ins
         self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
+        self._numba_stream: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
         # Owns the copy kernel's block counter, whose address the copying graphs keep: alive as long as they are.
@@ -284,6 +286,7 @@ class CudaBackend:
             with cuda.gpus[self._gpu_index]:
                 stream = cuda.external_stream(handle)
             self._launcher = self._kernel[self.grid, self.block, stream]
+            self._numba_stream = stream
             self._stream_handle = handle
         return self._launcher
 
@@ -299,6 +302,10 @@ class CudaBackend:
                 warnings.simplefilter("ignore", NumbaPerformanceWarning)
                 with self._on_device():
                     self._configured()(*(args or self._args), op)
+                    if self._ring_view is not None:
+                        advance = advance_kernel()
+                        stream = () if SIMULATOR else (self._numba_stream,)
+                        advance[(1, 1, *stream)](self._ring_view)
         except NumbaError as exc:  # raised by the first launch, which compiles
             raise KernelCompileError(self._definition, "cuda", exc) from exc
 
@@ -410,14 +417,14 @@ class CudaBackend:
         there since the last call, and so wrote no outputs; the flag is then cleared. Reads the device's
         flag: a synchronization, for ``reset``."""
         if self.writes_ring:
-            flags = self._finished
+            flag = self._ring_missed[0:1]
         elif self._slot_copy is not None:
-            flags = self._slot_copy.finished
+            flag = self._slot_copy.finished[1:2]
         else:
             return False
-        if not bool(flags[1]):
+        if not bool(flag[0]):
             return False
-        flags[1] = 0
+        flag.zero_()
         return True
 
     def close(self) -> None:

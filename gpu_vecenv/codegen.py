@@ -16,15 +16,17 @@ games, plain loops over agents). Both call the same phase functions. ``op`` is
 The ``"cuda"`` target has a second form, ``ring_games=G``, for an env of
 ``G`` games whose every launch writes a fresh set of outputs (``copy=True``): ``obs``,
 ``rewards``, ``flags`` and ``final_obs`` give way to ``ring`` and
-``finished`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output arrays
-at the address ``ring[1 + ring[0]]``, laid out as
-:class:`~gpu_vecenv.outputs.OutputArena` lays out a slot, and the last of
-its blocks to finish (``finished[0]`` counts them) adds one to ``ring[0]``;
-a launch that finds no address there writes nothing and sets ``finished[1]``. Its
-arguments never change, so a CUDA graph of it writes a new slot at each
-replay, where the host has written the slots' addresses
-(:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`). The number of games is a
-literal of that form (one compiled kernel per number of games).
+``ring_missed`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output
+arrays at the address ``ring[1 + ring[0]]``, laid out as
+:class:`~gpu_vecenv.outputs.OutputArena` lays out a slot; a launch that finds
+no address there writes nothing and sets ``ring_missed[0]``. A kernel of one
+thread launched after it (:func:`gpu_vecenv.slot_copy.advance_kernel`, a node
+of the same CUDA graph) adds one to ``ring[0]``: by then every block has read
+it, with no count of finished blocks (whose atomics, one a block, kept many
+small blocks waiting). The arguments never change, so a CUDA graph of both
+writes a new slot at each replay, where the host has written the slots'
+addresses (:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`). The number of
+games is a literal of that form (one compiled kernel per number of games).
 
 The module is written once into a cache directory (``GPU_VECENV_CACHE_DIR``,
 by default ``~/.cache/gpu_vecenv``) under a name that hashes the generated
@@ -60,7 +62,7 @@ PENDING_RESET_CALL = 2
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 
 KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, obs, rewards, flags, final_obs, op"
-RING_KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, ring, finished, op"
+RING_KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, ring, ring_missed, op"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -295,8 +297,6 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
             w.line("tid = np.uint32(cuda.threadIdx.x)")
             w.line("nthreads = np.uint32(cuda.blockDim.x)")
             _game_body(w, definition, aliases)
-            if ring_outputs:
-                _advance_ring(w)
         else:
             with w.block("for g in numba.prange(game_i64.shape[1]):"):
                 for j, arr in enumerate(definition.scratch):
@@ -309,15 +309,15 @@ def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None
     """The output arrays at the slot ``ring`` names, as :meth:`OutputArena.kernel_pointers` places them: obs,
     rewards, then in SAME_STEP mode final_obs (float32), then the five flag planes (uint8)."""
     # A ring that names no slot (an index outside it, or an address not yet written) launches nothing and
-    # says so in finished[1], which the env reads at its next reset: every thread reads the same entries, so
-    # every thread of every block returns, and none waits below.
+    # says so in ring_missed, which the env reads at its next reset: every thread reads the same entries, so
+    # every thread of every block returns, and none waits for the others.
     w.line("ring_slot = ring[0]")
     w.line("ring_base = 0")
     with w.block("if ring_slot >= 0 and ring_slot < ring.size - 1:"):
         w.line("ring_base = ring[1 + ring_slot]")
     with w.block("if ring_base == 0:"):
         with w.block("if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:"):
-            w.line("finished[1] = 1")
+            w.line("ring_missed[0] = 1")
         w.line("return")
     # The number of games as a literal: every output's offset from the slot's address is then a constant, and
     # only that address is held in registers (read from game_i64's shape, the four pointers and strides were:
@@ -333,16 +333,6 @@ def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None
            f"(ring_games, num_agents, {d}), np.float32)")  # fmt: skip
     w.line(f"ring_float_bytes = 4 * (ring_envs * {d} * (2 if ring_same_step else 1) + ring_envs)")
     w.line("flags = array_at(ring_base + ring_float_bytes, (5, ring_games, num_agents), np.uint8)")
-
-
-def _advance_ring(w: _Writer) -> None:
-    # Every block read ring[0] before it counts itself, so the last one counted may move it on.
-    w.line("cuda.syncthreads()")
-    with w.block("if tid == 0:"):
-        w.line("cuda.threadfence()")
-        with w.block("if cuda.atomic.add(finished, 0, 1) == cuda.gridDim.x - 1:"):
-            w.line("ring[0] = ring_slot + 1")
-            w.line("finished[0] = 0")
 
 
 def _write_outputs(w: _Writer, definition: EnvDefinition, term: str, trunc: str, zero_rewards: bool) -> None:

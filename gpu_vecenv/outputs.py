@@ -259,12 +259,18 @@ class OutputArena:
         never-used slot. When it starts a batch (or the ring was left otherwise, see :meth:`forget_ring`), the
         batch's slot addresses and the slot's index are written into the ring first, on the current stream,
         once a batch: an asynchronous copy from pageable memory, which CUDA stages before the call returns
-        (no device sync, and nothing to keep alive afterwards)."""
+        (no device sync, and nothing to keep alive afterwards), or for a batch of one slot two words written
+        by the stream (:meth:`StreamOps.write_words`)."""
         i = self._take_fresh()
         if self._ring_next != (self._batches_made, i):
             addresses = [row.data_ptr() for row in self._fresh_rows]
-            values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
-            self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
+            if len(addresses) == 1:
+                # Large outputs, a batch (and a ring write) every step: two words written by the stream itself,
+                # where a copy from pageable memory cost device time every step.
+                self._stream_ops.write_words(self.ring(), (i, addresses[0]))
+            else:
+                values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
+                self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
         self._ring_next = (self._batches_made, i + 1)
         return self._fresh[i]
 

@@ -20,6 +20,11 @@ asynchronous copy from pageable memory on the current stream), so that a step
 is one graph replay and no copy call. The arena and every slot are whole
 8-byte words, copied a word a thread.
 
+A generated kernel that writes the slot itself takes that ring too, and
+:func:`advance_kernel` moves it on after the kernel: one node more, but no
+count of finished blocks, whose atomic (one a block) kept thousands of small
+blocks waiting (benchmarks/results/h100_2026-12-06g/).
+
 The copy kernel writes through an array it makes at the slot's address
 (:func:`gpu_vecenv.device_arrays.array_at`). Only a real GPU captures it (the
 CUDA simulator runs no graphs); where it cannot be compiled or captured, the
@@ -75,6 +80,23 @@ def copy_kernel() -> Any:
                 finished[0] = 0
 
     return copy_to_slot
+
+
+@functools.cache
+def advance_kernel() -> Any:
+    """``advance_ring(ring)``, compiled at its first launch: one thread that adds one to ``ring[0]`` where it
+    names a slot (an index inside the ring whose address is not 0). Launched after a kernel that wrote the
+    slot itself, on its stream: every block of that kernel has read ``ring[0]`` by then. A ring that names no
+    slot is left so (the kernel wrote nothing and said so)."""
+
+    @cuda.jit
+    def advance_ring(ring):
+        slot = ring[0]
+        if slot >= 0 and slot < ring.size - 1:
+            if ring[1 + slot] != 0:
+                ring[0] = slot + 1
+
+    return advance_ring
 
 
 class SlotCopy:

@@ -84,6 +84,10 @@ class _Driver:
         self.calls.append((dst, src, nbytes, stream))
         return (self.result,)
 
+    def cuStreamWriteValue64(self, stream, address, value, flags):  # noqa: N802  (the driver's name)
+        self.calls.append((stream, address, value, flags))
+        return (self.result,)
+
 
 def _through(driver):
     ops = StreamOps(torch.device("cpu"))
@@ -104,6 +108,37 @@ def test_a_copy_the_driver_refuses_is_made_by_torch():
     src, dst = torch.arange(6, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)
     _through(driver).copy(dst, src)
     assert len(driver.calls) == 1 and torch.equal(dst, src)
+
+
+def test_words_written_from_the_host_go_to_the_driver_one_each_at_their_addresses_on_the_current_stream():
+    driver = _Driver(result=0)
+    dst = torch.zeros(4, dtype=torch.int64)
+    _through(driver).write_words(dst, (3, 1 << 40))
+    assert driver.calls == [(7, dst.data_ptr(), 3, 0), (7, dst.data_ptr() + 8, 1 << 40, 0)]
+    assert not dst.any()  # the driver did it (here: nothing), not torch
+
+
+def test_words_the_driver_refuses_are_written_by_torch():
+    driver = _Driver(result=801)  # CUDA_ERROR_NOT_SUPPORTED, as where stream memory operations are off
+    dst = torch.zeros(4, dtype=torch.int64)
+    _through(driver).write_words(dst, (3, 1 << 40))
+    assert len(driver.calls) == 1 and dst.tolist() == [3, 1 << 40, 0, 0]
+    assert StreamOps(torch.device("cpu")).write_words(dst, (5,)) is None and dst.tolist() == [5, 1 << 40, 0, 0]
+
+
+@pytest.mark.gpu
+def test_words_written_from_the_host_wait_for_the_work_before_them_on_the_current_stream():
+    ops = StreamOps(torch.device("cuda"))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dst = torch.zeros(3, dtype=torch.int64, device="cuda")
+        torch.cuda._sleep(100_000_000)  # tens of ms: the words must land after the fill below, not before it
+        dst.fill_(-1)
+        ops.write_words(dst, (11, 1 << 40))
+        got = dst.clone()
+    side.synchronize()
+    assert got.tolist() == [11, 1 << 40, -1]
 
 
 def test_a_replay_that_fails_leaves_the_ring_to_be_written_again():
