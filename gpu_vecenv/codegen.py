@@ -272,6 +272,7 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
         w.line(text)
     if ring_outputs:
         w.line("from gpu_vecenv.device_arrays import array_at")
+        w.line("from gpu_vecenv.slot_copy import slot_address")
     if target == "cuda":
         for text in params.module_lines():
             w.line(text)
@@ -311,10 +312,7 @@ def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None
     # A ring that names no slot (an index outside it, or an address not yet written) launches nothing and
     # says so in ring_missed, which the env reads at its next reset: every thread reads the same entries, so
     # every thread of every block returns, and none waits for the others.
-    w.line("ring_slot = ring[0]")
-    w.line("ring_base = 0")
-    with w.block("if ring_slot >= 0 and ring_slot < ring.size - 1:"):
-        w.line("ring_base = ring[1 + ring_slot]")
+    w.line("ring_base = slot_address(ring)")
     with w.block("if ring_base == 0:"):
         with w.block("if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:"):
             w.line("ring_missed[0] = 1")

@@ -47,6 +47,18 @@ _COPY_THREADS = 256
 _COPY_BLOCKS_PER_SM = 4
 
 
+# Kernel bodies are Numba's, not Python's: left unannotated, so that mypy does not read them.
+@cuda.jit(device=True)
+def slot_address(ring):
+    """The device address of the slot ``ring`` (int64) names, entry ``1 + ring[0]``; 0 where ``ring[0]`` is
+    outside the ring or that entry is not yet written. The one test of a ring that every kernel writing or
+    moving it (the generated ring kernel, :func:`copy_kernel`, :func:`advance_kernel`) makes."""
+    slot = ring[0]
+    if slot >= 0 and slot < ring.size - 1:
+        return ring[1 + slot]
+    return 0
+
+
 @functools.cache
 def copy_kernel() -> Any:
     """``copy_to_slot(words, ring, finished)``, compiled at its first launch.
@@ -57,13 +69,10 @@ def copy_kernel() -> Any:
     is 0 (a ring not yet written): entry 1 is then set to 1, and stays so until the host clears it.
     """
 
-    # Kernel bodies are Numba's, not Python's: left unannotated, so that mypy does not read them.
     @cuda.jit
     def copy_to_slot(words, ring, finished):
         slot = ring[0]
-        address = 0
-        if slot >= 0 and slot < ring.size - 1:
-            address = ring[1 + slot]
+        address = slot_address(ring)
         if address == 0:  # the same for every block: none waits for the others below
             if cuda.grid(1) == 0:
                 finished[1] = 1
@@ -91,10 +100,8 @@ def advance_kernel() -> Any:
 
     @cuda.jit
     def advance_ring(ring):
-        slot = ring[0]
-        if slot >= 0 and slot < ring.size - 1:
-            if ring[1 + slot] != 0:
-                ring[0] = slot + 1
+        if slot_address(ring) != 0:
+            ring[0] += 1
 
     return advance_ring
 
