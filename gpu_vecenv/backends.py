@@ -268,7 +268,8 @@ class CudaBackend:
         self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
-        self._numba_stream: Any = None
+        # advance_kernel configured for the launcher's stream, where the kernel writes through a ring.
+        self._advance_launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
         # Owns the copy kernel's block counter, whose address the copying graphs keep: alive as long as they are.
@@ -279,6 +280,8 @@ class CudaBackend:
 
     def _configured(self) -> Any:
         if SIMULATOR:
+            if self._ring_view is not None:
+                self._advance_launcher = advance_kernel()[1, 1]
             return self._kernel[self.grid, self.block]
         handle = self._stream_ops.stream_handle()
         if handle != self._stream_handle:
@@ -286,7 +289,8 @@ class CudaBackend:
             with cuda.gpus[self._gpu_index]:
                 stream = cuda.external_stream(handle)
             self._launcher = self._kernel[self.grid, self.block, stream]
-            self._numba_stream = stream
+            if self._ring_view is not None:
+                self._advance_launcher = advance_kernel()[1, 1, stream]
             self._stream_handle = handle
         return self._launcher
 
@@ -296,18 +300,17 @@ class CudaBackend:
         return contextlib.nullcontext() if SIMULATOR or self._gpu_index == 0 else cuda.gpus[self._gpu_index]
 
     def _launch_eager(self, op: int, args: tuple[Any, ...] | None = None) -> None:
-        try:
-            with warnings.catch_warnings():
-                # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
-                warnings.simplefilter("ignore", NumbaPerformanceWarning)
-                with self._on_device():
+        with warnings.catch_warnings():
+            # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            with self._on_device():
+                try:
                     self._configured()(*(args or self._args), op)
-                    if self._ring_view is not None:
-                        advance = advance_kernel()
-                        stream = () if SIMULATOR else (self._numba_stream,)
-                        advance[(1, 1, *stream)](self._ring_view)
-        except NumbaError as exc:  # raised by the first launch, which compiles
-            raise KernelCompileError(self._definition, "cuda", exc) from exc
+                except NumbaError as exc:  # raised by the first launch, which compiles
+                    raise KernelCompileError(self._definition, "cuda", exc) from exc
+                if self._ring_view is not None:
+                    # The package's own kernel: a failure to compile it is not the env definition's.
+                    self._advance_launcher(self._ring_view)
 
     def launch(self, op: int) -> None:
         """Run ``op`` on the current stream: a graph replay once captured, else an eager launch. With a ring

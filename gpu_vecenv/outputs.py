@@ -247,15 +247,16 @@ class OutputArena:
         return self._fresh[i]
 
     def ring(self) -> torch.Tensor:
-        """``(1 + slots,)`` int64 on the device, for a step's graph that copies the outputs itself
-        (:mod:`gpu_vecenv.slot_copy`): entry 0 is the index of the slot the next copy writes, entry ``1 + i``
+        """``(1 + slots,)`` int64 on the device, through which a launch writes fresh outputs: a generated
+        kernel that writes them itself (:mod:`gpu_vecenv.codegen`) or a step's graph that copies them
+        (:mod:`gpu_vecenv.slot_copy`). Entry 0 is the index of the slot the next launch writes, entry ``1 + i``
         the device address of slot ``i`` of the current batch of fresh slots (0 past the batch's end)."""
         if self._ring is None:
             self._ring = torch.zeros(1 + _BATCH_SLOTS, dtype=torch.int64, device=self._device)
         return self._ring
 
     def ring_slot(self) -> SlotOutputs:
-        """The fresh outputs that the next copy through :meth:`ring` writes, on the current stream: the next
+        """The fresh outputs that the next launch through :meth:`ring` writes, on the current stream: the next
         never-used slot. When it starts a batch (or the ring was left otherwise, see :meth:`forget_ring`), the
         batch's slot addresses and the slot's index are written into the ring first, on the current stream,
         once a batch: an asynchronous copy from pageable memory, which CUDA stages before the call returns

@@ -28,6 +28,9 @@ import torch
 
 from gpu_vecenv.shared import SIMULATOR
 
+# cuStreamWriteValue64's flags: CU_STREAM_WRITE_VALUE_DEFAULT.
+_WRITE_VALUE_DEFAULT = 0
+
 
 def _driver() -> Any:
     try:
@@ -48,6 +51,10 @@ class StreamOps:
         )
         self._driver = _driver() if self._raw_stream is not None else None
         self._success = None if self._driver is None else self._driver.CUresult.CUDA_SUCCESS
+        # A device without 64-bit stream memory operations refuses every write (some virtualized GPUs): remembered,
+        # so that a step does not pay a refused call before torch's copy each time. Other refusals (no current
+        # context in this thread, for one) are the call's, not the device's, and are not remembered.
+        self._not_supported = None if self._driver is None else self._driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
         self._no_stream_writes = False
 
     @property
@@ -88,8 +95,11 @@ class StreamOps:
             stream, base = raw_stream(self._index), dst.data_ptr()
             try:
                 for k, value in enumerate(values):
-                    (err,) = driver.cuStreamWriteValue64(stream, base + 8 * k, value, 0)
+                    # CU_STREAM_WRITE_VALUE_DEFAULT: the write waits for the stream's earlier work and its memory
+                    # writes (the kernel that advanced the ring, for one); NO_MEMORY_BARRIER would not.
+                    (err,) = driver.cuStreamWriteValue64(stream, base + 8 * k, value, _WRITE_VALUE_DEFAULT)
                     if err != self._success:
+                        self._no_stream_writes = err == self._not_supported
                         break  # torch writes them all below, in stream order after those written
                 else:
                     return

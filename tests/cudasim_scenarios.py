@@ -144,6 +144,8 @@ def ring_names_no_slot() -> str:
     state = [b.clone() for b in env._buffers.values()]  # compared bytewise below: some entries are NaN
     env._arena.ring()[0] = -1  # what a launch that failed half-way could leave
     envs.step(np.zeros(envs.action_space.shape, dtype=np.int64))
+    if int(env._arena.ring()[0]) != -1:  # moved on, the next launch would write a slot already handed out
+        return f"the ring was moved on to {int(env._arena.ring()[0])} after a launch that found no slot\nFAILED"
     if not all(
         torch.equal(b.view(torch.uint8), s.view(torch.uint8)) for b, s in zip(env._buffers.values(), state, strict=True)
     ):

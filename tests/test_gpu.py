@@ -79,7 +79,7 @@ def test_fresh_outputs_written_by_the_kernel_in_a_graph_replay_match_the_copied_
 
 
 def test_the_ring_names_the_right_slot_for_every_block_over_many_batches():
-    # 10000 games of 1+3 (10000 blocks, each of which reads the ring; the last to finish moves it on), 100 steps
+    # 10000 games of 1+3 (10000 blocks, each of which reads the ring; a one-thread kernel moves it on), 100 steps
     # of small outputs: slots from two batches, each step's outputs equal to a copy=False twin's and kept.
     params = dict(num_envs=40_000, device="cuda", num_taggers=1, num_runners=3, use_full_observation=True,
                   episode_length=30)  # fmt: skip
