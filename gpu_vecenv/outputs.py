@@ -80,7 +80,8 @@ _BATCH_SLOTS = 64
 # With copy=True, the kernel writes the fresh outputs itself from this many bytes a launch on, by device type
 # (the env's direct_write_bytes option). On a GPU always: a generated kernel writes them into the slot a device
 # ring names (gpu_vecenv.codegen), a graph replay with no new arguments, where a copy costs device time (about 5
-# us at 3.2 MB, more with size: benchmarks/results/h100_2026-12-06f/). Before that kernel, a direct write was an
+# us at 3.2 MB, more with size: benchmarks/results/h100_2026-12-06f/); at one slot a batch, through an eager
+# launch given the slot (GpuVectorEnv's _writes_ring says why). Before that kernel, a direct write was an
 # eager launch with new pointers (12-30 us of host time) and paid from 48 MiB on. On the CPU (2 cores,
 # benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and 77 MB (fresh pages fault either way, and the
 # direct write saves reading the env's buffer), no clear difference at 65 MB of 10+100, where the kernel is most
@@ -152,6 +153,11 @@ class OutputArena:
         self._ring: torch.Tensor | None = None
         # (batch, slot) that the ring's entry 0 names as the host last left it; None: not known.
         self._ring_next: tuple[int, int] | None = None
+
+    @property
+    def slots_per_batch(self) -> int:
+        """The fresh slots made at once; 1 where one set of outputs fills a batch's bytes."""
+        return self._batch
 
     def _stand_ins(self) -> tuple[torch.Tensor, KernelOutputs]:
         """An empty buffer, and the kernel's arrays over one element each (see ``own_buffer``)."""

@@ -119,8 +119,9 @@ class GpuVectorEnv(VectorEnv):
             copied: no device copy, and no output buffer of the env's own. On
             the ``cuda`` backend a generated kernel finds each launch's fresh
             tensors through a small device array the host writes once a batch
-            of them, so the launch keeps its arguments (a CUDA graph replay);
-            a hand-written ``cuda_kernel`` and the CPU backend take them as new
+            of them, so the launch keeps its arguments (a CUDA graph replay),
+            where a batch holds several; outputs that fill a batch alone, a
+            hand-written ``cuda_kernel`` and the CPU backend take them as new
             arguments of an eager launch. Every launch must then write every
             output entry (``python -m gpu_vecenv.check`` checks a generated
             kernel for it). ``None``: the device's default
@@ -220,7 +221,15 @@ class GpuVectorEnv(VectorEnv):
                                   own_buffer=not self._direct_write)  # fmt: skip
         # A generated CUDA kernel writes fresh outputs into the slot a device ring names (its second form,
         # gpu_vecenv.codegen), so that each launch takes the same arguments: a graph replay, no host arguments.
-        self._writes_ring = self._direct_write and self.backend == "cuda" and definition.cuda_kernel is None
+        # Not at one slot a batch (large outputs): the host would write the ring before every launch, which cost
+        # 5-7 us of device time a step at 2000 games of 10+100 (benchmarks/results/h100_2026-12-06h/), more
+        # than the launch with the slot's pointers costs there (host time, hidden behind the large step's kernel).
+        self._writes_ring = (
+            self._direct_write
+            and self.backend == "cuda"
+            and definition.cuda_kernel is None
+            and self._arena.slots_per_batch > 1
+        )
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,

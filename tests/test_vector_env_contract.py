@@ -328,11 +328,12 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
     arena = envs.unwrapped._arena
     assert (arena._batch == 1) == (slots == "one a batch")
     # The env keeps no output buffer of its own then. On a GPU the kernel finds each launch's slot through a
-    # device ring; on the CPU its backend refuses to launch into the stand-ins.
+    # device ring where a batch holds several (else the launch is given the slot); on the CPU its backend
+    # refuses to launch into the stand-ins.
     assert arena.buffer.numel() == 0
     assert all(t.untyped_storage().nbytes() <= 4 for t in arena.kernel.arrays())
     if device == "cuda":
-        assert envs.unwrapped._backend.writes_ring
+        assert envs.unwrapped._backend.writes_ring == (slots == "batched")
     else:
         with pytest.raises(RuntimeError, match="no output buffer of its own"):
             envs.unwrapped._backend.launch(0)
