@@ -169,7 +169,9 @@ STEP_OPTIONS = [
     # 2000 games of 10+100: 65 MB of outputs, one slot a batch, written by a launch given the slot.
     pytest.param(dict(copy=True), id="copy"),
     # 2000 games of 1+3: small outputs, written by the kernel into the slot a device ring names (a graph replay).
-    pytest.param(dict(copy=True, num_taggers=1, num_runners=3), id="copy-through-the-ring"),
+    pytest.param(
+        dict(copy=True, num_taggers=1, num_runners=3, num_other_agents_observed=3), id="copy-through-the-ring"
+    ),
     # Copied inside the step's graph whatever the size, the slots' ring written anew every batch of one or two.
     pytest.param(dict(copy=True, direct_write_bytes=1 << 40), id="copy-in-the-graph"),
     pytest.param(dict(copy=False), id="no-copy"),
