@@ -12,12 +12,13 @@ synchronous and both are the wall time. Parts:
 the in-place action draw, ``step`` with fixed actions and, inside it, loading
 the actions and the kernel launch (a graph replay) and, with ``--copy``,
 handing out the fresh outputs (the copy), and the whole rollout step (draw +
-``step``); on a GPU, where the step's graph copies the outputs itself
-(``gpu_vecenv/slot_copy.py``), that graph's replay (with a fresh slot now and
-then) beside the kernel's graph alone. Where ``copy=True`` outputs are written by the kernel itself
-(``--direct-write-bytes``, or outputs over the default threshold), the parts
-inside ``step`` are the fresh slot (``fresh_for_kernel``, an allocation now
-and then and its views) and the eager launch into it. When a part's pace equals its host time, the host
+``step``). With ``copy=True`` on a GPU the kernel writes each step's fresh
+outputs itself, into the slot a device ring names: the part inside ``step`` is
+naming the slot and the launch (a graph replay, ``gpu_vecenv/codegen.py``).
+Where the env copies (``--direct-write-bytes`` above its outputs), on a GPU
+inside the step's graph (``gpu_vecenv/slot_copy.py``): that graph's replay
+beside the kernel's graph alone. On the CPU with large outputs the parts are
+the fresh slot (``fresh_for_kernel``) and the eager launch into it. When a part's pace equals its host time, the host
 decides it; when it is larger, the device does. With ``--primitives``, also the torch calls of those parts
 beside the CUDA driver calls that can replace them (``gpu_vecenv/stream_ops.py``), each alone.
 """
@@ -99,7 +100,9 @@ def main() -> None:
         "step, fixed actions": lambda: env.step(fixed),
         "  load actions": lambda: env._load_actions(fixed),
     }
-    if env.direct_write:
+    if getattr(env._backend, "writes_ring", False):
+        parts["  name a fresh slot in the ring, launch into it"] = step_kernel_launch(env)
+    elif env.direct_write:
         parts["  fresh slot (fresh_for_kernel)"] = env._arena.fresh_for_kernel
         parts["  launch into a fresh slot"] = step_kernel_launch(env)
     elif args.copy and getattr(env._backend, "_copy_graphs", None):

@@ -39,12 +39,16 @@ from gpu_vecenv.check import parse_param
 from gpu_vecenv.codegen import load_kernel_module
 
 
-def ptx_of(env_id: str, params: dict, cc: tuple[int, int]) -> tuple[str, int | None]:
-    """The PTX of the env's CUDA step kernel, and the register cap its definition asks for."""
+def ptx_of(env_id: str, params: dict, cc: tuple[int, int], ring_outputs: bool = False) -> tuple[str, int | None]:
+    """The PTX of the env's CUDA step kernel (``ring_outputs``: its form that writes the slot a ring names,
+    a GPU's ``copy=True`` kernel), and the register cap its definition asks for."""
     envs = gym.make_vec(env_id, num_envs=2, device="cpu", **params).unwrapped
-    module = load_kernel_module(envs.definition, "cuda")
+    module = load_kernel_module(envs.definition, "cuda", ring_games=envs.num_games if ring_outputs else None)
     tensors = _kernel_tensors(envs._buffers, envs._params, envs._actions, envs._arena.kernel)
-    signature = tuple(numba.typeof(t.numpy()) for t in tensors) + (numba.int64,)
+    arrays = tuple(numba.typeof(t.numpy()) for t in tensors)
+    if ring_outputs:  # the ring (int64) and the block counter (int32) in place of the four outputs
+        arrays = arrays[:-4] + (numba.int64[::1], numba.int32[::1])
+    signature = arrays + (numba.int64,)
     # Device functions that are real calls (@shared(inline=False)) are compiled for "the current device";
     # with no driver there is none, so name the target here.
     numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
@@ -77,6 +81,8 @@ def main() -> None:
     parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0, the H200)")
     parser.add_argument("--ptx", type=Path, help="also write the PTX here")
     parser.add_argument("--max-registers", type=int, help="cap the registers per thread (ptxas --maxrregcount)")
+    parser.add_argument("--ring-outputs", action="store_true",
+                        help="the kernel's form that writes the slot a ring names (copy=True on a GPU)")  # fmt: skip
     args = parser.parse_args()
     params = dict(args.param)
     asked = params.get("max_registers")
@@ -89,7 +95,7 @@ def main() -> None:
     if args.max_registers is not None and not 16 <= args.max_registers <= 255:
         parser.error(f"--max-registers must be between 16 and 255, got {args.max_registers}")
     cc = tuple(int(part) for part in args.cc.split("."))
-    ptx, definition_cap = ptx_of(args.env_id, params, (cc[0], cc[1]))
+    ptx, definition_cap = ptx_of(args.env_id, params, (cc[0], cc[1]), args.ring_outputs)
     # The env's cap sits in its kernel's decorator, which ptxas does not read: pass it on.
     if args.max_registers is None:
         args.max_registers = definition_cap
@@ -97,8 +103,9 @@ def main() -> None:
         args.ptx.write_text(ptx)
     instructions = sum(1 for line in ptx.splitlines() if re.match(r"\s+[a-z@]", line))
     cap = f" (capped at {args.max_registers} registers)" if args.max_registers else ""
+    form = " (ring outputs)" if args.ring_outputs else ""
     print(
-        f"{args.env_id} {params} sm_{cc[0]}{cc[1]}{cap}: "
+        f"{args.env_id} {params}{form} sm_{cc[0]}{cc[1]}{cap}: "
         f"{ptxas_report(ptx, (cc[0], cc[1]), args.max_registers)}, {instructions} PTX instructions"
     )
 

@@ -127,17 +127,35 @@ def host_us_per_call(
     return 1e6 * statistics.median(per_call)
 
 
-def step_kernel_launch(env: Any) -> Callable[[], None]:
+class StepLaunch:
+    """One launch of a step kernel, callable; ``prepare()`` is the host's work before it that is not the
+    launch (naming the slot a ring-writing kernel writes), done by a call too, and outside the events of
+    :func:`device_us_per_launch`."""
+
+    def __init__(self, launch: Callable[[], None], prepare: Callable[[], object] | None = None) -> None:
+        self.launch = launch
+        self.prepare = prepare if prepare is not None else (lambda: None)
+
+    def __call__(self) -> None:
+        self.prepare()
+        self.launch()
+
+
+def step_kernel_launch(env: Any) -> StepLaunch:
     """One launch of a ``GpuVectorEnv``'s step kernel as ``step`` makes it, on the state and actions the env
     holds: a graph replay or eager launch into the env's outputs, or, where the kernel writes each step's
     fresh outputs itself (``env.direct_write``: the env then has no output buffer of its own), a launch into
-    one fresh slot taken here."""
+    a fresh slot: the next one the ring names (named by ``prepare``), or one taken here for a kernel given
+    its outputs."""
     backend = env._backend
+    arena = getattr(env, "_arena", None)
+    if getattr(backend, "writes_ring", False):
+        # The kernel writes the slot the ring names and moves the ring on: a slot named before each launch.
+        return StepLaunch(lambda: backend.launch(OP_STEP), prepare=arena.ring_slot)
     if getattr(env, "direct_write", False):
-        arena = env._arena
         _, slot = arena.fresh_for_kernel()
-        return lambda: backend.launch_into(OP_STEP, arena, slot)
-    return lambda: backend.launch(OP_STEP)
+        return StepLaunch(lambda: backend.launch_into(OP_STEP, arena, slot))
+    return StepLaunch(lambda: backend.launch(OP_STEP))
 
 
 def device_us_per_launch(launch: Callable[[], object], device: torch.device, repeats: int) -> float:
@@ -146,8 +164,11 @@ def device_us_per_launch(launch: Callable[[], object], device: torch.device, rep
     On a GPU each launch is recorded between two events behind a device-side
     sleep (``torch.cuda._sleep``), so the stream is busy while the host enqueues
     the launch and the events time the launch's device work only. On the CPU:
-    the median wall time of a call.
+    the median wall time of a call. A :class:`StepLaunch`'s ``prepare`` is
+    not timed.
     """
+    prepare = launch.prepare if isinstance(launch, StepLaunch) else (lambda: None)
+    run = launch.launch if isinstance(launch, StepLaunch) else launch
     samples = []
     if device.type == "cuda":
         synchronize(device)
@@ -155,16 +176,18 @@ def device_us_per_launch(launch: Callable[[], object], device: torch.device, rep
         for _ in range(repeats):
             torch.cuda._sleep(2_000_000)  # about a millisecond: longer than the host needs to enqueue one launch
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            prepare()
             start.record()
-            launch()
+            run()
             end.record()
             pairs.append((start, end))
         synchronize(device)
         samples = [1e3 * start.elapsed_time(end) for start, end in pairs]
     else:
         for _ in range(repeats):
+            prepare()
             t0 = time.perf_counter()
-            launch()
+            run()
             samples.append(1e6 * (time.perf_counter() - t0))
     return statistics.median(samples)
 

@@ -7,17 +7,20 @@ game, on torch's current CUDA stream; :class:`CpuBackend` calls the
 kernel reads and writes the tensors in place through views made once.
 
 Since every argument of every launch is fixed at construction (state, params,
-the env's action buffer, the output arena) and only ``op`` varies, the CUDA
-backend captures one CUDA graph per ``op`` right after the first, eager,
+the env's action buffer, the output arena or, for ``copy=True`` on the GPU,
+the ring that names each launch's fresh outputs) and only ``op`` varies, the
+CUDA backend captures one CUDA graph per ``op`` right after the first, eager,
 launch (inside the first ``reset``, since capturing synchronizes the device);
-a ``step`` is then one graph replay on the current stream. For an env with
-``copy=True`` it also captures, per ``op``, a graph that then copies the outputs
-into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
+a ``step`` is then one graph replay on the current stream. For ``copy=True``
+without the ring (a hand-written kernel, or an env told to copy by its
+``direct_write_bytes``) it also captures, per ``op``, a graph that then
+copies the outputs into the env's next fresh slot (:mod:`gpu_vecenv.slot_copy`,
 :meth:`CudaBackend.launch_copying`), so that a copying step is one replay too.
 
 ``launch_into`` runs one launch with other output buffers than those fixed at
-construction (the env's fresh outputs for a large ``copy=True`` step): an
-eager launch, whose new arguments cost host time instead of a device copy.
+construction (the env's fresh outputs, for a kernel that cannot find them
+through a ring): an eager launch, whose new arguments cost host time instead
+of a device copy.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
 from gpu_vecenv.outputs import KernelOutputs, OutputArena, SlotOutputs
 from gpu_vecenv.shared import SIMULATOR
-from gpu_vecenv.slot_copy import SlotCopy
+from gpu_vecenv.slot_copy import SlotCopy, advance_kernel
 from gpu_vecenv.stream_ops import StreamOps
 
 
@@ -231,24 +234,42 @@ class CudaBackend:
 
     def __init__(self, definition: EnvDefinition, buffers: dict[str, torch.Tensor], params: tuple[torch.Tensor, ...],
                  actions: torch.Tensor, out: KernelOutputs, threads_per_block: int | None = None,
-                 cuda_graphs: bool = True) -> None:  # fmt: skip
+                 cuda_graphs: bool = True, ring: torch.Tensor | None = None) -> None:  # fmt: skip
+        """``ring``: launch the kernel that writes each launch's outputs into the fresh slot this ring names
+        (:meth:`OutputArena.ring`; ``out`` is then unused), a generated kernel's second form
+        (:mod:`gpu_vecenv.codegen`)."""
         self._definition = definition
-        self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
+        self.writes_ring = ring is not None
+        if ring is not None and definition.cuda_kernel is not None:
+            raise ValueError(f"env {definition.name!r}: a hand-written cuda_kernel takes its outputs as arguments; "
+                             "it cannot write them into the slot a ring names")  # fmt: skip
+        if ring is not None:
+            self._kernel = load_kernel_module(definition, "cuda", ring_games=int(buffers["game_i64"].shape[1])).run
+        else:
+            self._kernel = definition.cuda_kernel or load_kernel_module(definition, "cuda").run
         self.device = actions.device
         self.grid = int(buffers["game_i64"].shape[1])
         self.block = _threads_per_block(definition, threads_per_block)
         self.cuda_graphs = bool(cuda_graphs) and not SIMULATOR
         self._gpu_index = self.device.index if self.device.index is not None else 0
         tensors = _kernel_tensors(buffers, params, actions, out)
+        if ring is not None:
+            # The ring kernel's flag of a launch that found no slot (codegen); its address is in every graph.
+            self._ring_missed = torch.zeros(1, dtype=torch.int32, device=ring.device)
+            tensors = tensors[:-_OUTPUT_ARRAYS] + (ring, self._ring_missed)
         if SIMULATOR:
             self._args = tuple(t.numpy() for t in tensors)
         else:
             with cuda.gpus[self._gpu_index]:
                 self._args = tuple(cuda.as_cuda_array(t) for t in tensors)
+        # The ring's view, which advance_kernel moves on after each launch of the ring kernel.
+        self._ring_view = self._args[-2] if ring is not None else None
         self._stand_in_outputs = out.stand_ins
         self._stream_ops = StreamOps(self.device)
         self._stream_handle: int | None = None
         self._launcher: Any = None
+        # advance_kernel configured for the launcher's stream, where the kernel writes through a ring.
+        self._advance_launcher: Any = None
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._copy_graphs: dict[int, torch.cuda.CUDAGraph] = {}
         # Owns the copy kernel's block counter, whose address the copying graphs keep: alive as long as they are.
@@ -259,6 +280,8 @@ class CudaBackend:
 
     def _configured(self) -> Any:
         if SIMULATOR:
+            if self._ring_view is not None:
+                self._advance_launcher = advance_kernel()[1, 1]
             return self._kernel[self.grid, self.block]
         handle = self._stream_ops.stream_handle()
         if handle != self._stream_handle:
@@ -266,6 +289,8 @@ class CudaBackend:
             with cuda.gpus[self._gpu_index]:
                 stream = cuda.external_stream(handle)
             self._launcher = self._kernel[self.grid, self.block, stream]
+            if self._ring_view is not None:
+                self._advance_launcher = advance_kernel()[1, 1, stream]
             self._stream_handle = handle
         return self._launcher
 
@@ -275,18 +300,23 @@ class CudaBackend:
         return contextlib.nullcontext() if SIMULATOR or self._gpu_index == 0 else cuda.gpus[self._gpu_index]
 
     def _launch_eager(self, op: int, args: tuple[Any, ...] | None = None) -> None:
-        try:
-            with warnings.catch_warnings():
-                # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
-                warnings.simplefilter("ignore", NumbaPerformanceWarning)
-                with self._on_device():
+        with warnings.catch_warnings():
+            # One block per game makes small grids normal here; Numba's low-occupancy warning is noise.
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            with self._on_device():
+                try:
                     self._configured()(*(args or self._args), op)
-        except NumbaError as exc:  # raised by the first launch, which compiles
-            raise KernelCompileError(self._definition, "cuda", exc) from exc
+                except NumbaError as exc:  # raised by the first launch, which compiles
+                    raise KernelCompileError(self._definition, "cuda", exc) from exc
+                if self._ring_view is not None:
+                    # The package's own kernel: a failure to compile it is not the env definition's.
+                    self._advance_launcher(self._ring_view)
 
     def launch(self, op: int) -> None:
-        """Run ``op`` on the current stream: a graph replay once captured, else an eager launch."""
-        _refuse_stand_in_outputs(self._stand_in_outputs)
+        """Run ``op`` on the current stream: a graph replay once captured, else an eager launch. With a ring
+        (``writes_ring``), the outputs go to the slot the ring names, which the caller has written."""
+        if not self.writes_ring:
+            _refuse_stand_in_outputs(self._stand_in_outputs)
         graph = self._graphs.get(op)
         if graph is not None:
             graph.replay()
@@ -297,6 +327,8 @@ class CudaBackend:
         """Run ``op`` eagerly on the current stream with its outputs written to ``row``, a fresh slot of
         ``arena``, instead of the arena; no graph is replayed. Once prepared, a launch takes the slot's data
         pointers, not views of it."""
+        if self.writes_ring:
+            raise RuntimeError("this backend's kernel writes the slot its ring names: name it (ring_slot), launch")
         if isinstance(self._output_launch, _OutputLaunch):
             try:
                 self._configured()  # follows the current torch stream
@@ -327,7 +359,8 @@ class CudaBackend:
 
         Capturing synchronizes the device, so the env calls this from ``reset``, never from ``step``.
         """
-        _refuse_stand_in_outputs(self._stand_in_outputs)
+        if not self.writes_ring:
+            _refuse_stand_in_outputs(self._stand_in_outputs)
         for op in ops:
             if not self.cuda_graphs or op in self._graphs:
                 continue
@@ -340,15 +373,19 @@ class CudaBackend:
                 self.cuda_graphs = False
                 return
             self._graphs[op] = graph
-        if copy_into is not None and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
+        copying = copy_into is not None and not self.writes_ring
+        if copying and self.cuda_graphs and not self._copy_graphs and not self._copy_capture_failed:
+            assert copy_into is not None
             self._capture_copying(ops, copy_into)
 
     def _capture_copying(self, ops: tuple[int, ...], arena: OutputArena) -> None:
         try:
             slot_copy = SlotCopy(arena.buffer, arena.ring())
             with torch.cuda.device(self.device):
-                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied.
+                # Compiles both kernels outside the capture; the ring names no slot yet, so nothing is copied
+                # (and the copy says so: cleared below).
                 slot_copy.launch(self._configured().stream)
+                slot_copy.finished.zero_()
                 graphs = {}
                 for op in ops:
                     graph = graphs[op] = torch.cuda.CUDAGraph()
@@ -377,6 +414,21 @@ class CudaBackend:
             arena.forget_ring()
             raise
         return out
+
+    def ring_missed(self) -> bool:
+        """Whether a launch through a ring (the ring kernel's, or the copying graph's) found no slot named
+        there since the last call, and so wrote no outputs; the flag is then cleared. Reads the device's
+        flag: a synchronization, for ``reset``."""
+        if self.writes_ring:
+            flag = self._ring_missed[0:1]
+        elif self._slot_copy is not None:
+            flag = self._slot_copy.finished[1:2]
+        else:
+            return False
+        if not bool(flag[0]):
+            return False
+        flag.zero_()
+        return True
 
     def close(self) -> None:
         self._graphs.clear()

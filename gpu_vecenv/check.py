@@ -132,8 +132,8 @@ def check_outputs_written(definition: EnvDefinition, num_games: int = 4, steps: 
     """Names of the outputs (``obs``, ``rewards``, ...) that some reset or step leaves partly unwritten.
 
     Every launch must write every entry of what it returns, whatever the
-    buffer held before: with ``copy=True``, large outputs are written straight
-    into fresh, uninitialized memory (:class:`~gpu_vecenv.vector_env.GpuVectorEnv`'s
+    buffer held before: with ``copy=True``, outputs are written straight into
+    fresh, uninitialized memory (on a GPU always, on the CPU large ones) (:class:`~gpu_vecenv.vector_env.GpuVectorEnv`'s
     ``direct_write_bytes``). This runs the CPU backend in each autoreset mode,
     with truncations and a masked reset, twice: the output buffer filled with
     zero bytes, then with ``0xFF`` bytes (a float32 NaN, a bool of 255)
@@ -231,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                 unwritten
                 and f"env {args.env_id!r} leaves entries of {unwritten} as the buffer held them at some reset or "
                 "step: every launch must write every entry it returns (an observe phase writes every obs[g, a, i] "
-                "of every agent, in or out of the game), since with copy=True large outputs are written straight "
-                "into fresh, uninitialized memory.",
+                "of every agent, in or out of the game), since with copy=True outputs are written straight into "
+                "fresh, uninitialized memory (on a GPU always).",
             )
     except (ValueError, TypeError, gym.error.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)

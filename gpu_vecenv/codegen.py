@@ -13,6 +13,21 @@ or ``"cpu"`` (a ``numba.njit(parallel=True)`` function, ``prange`` over
 games, plain loops over agents). Both call the same phase functions. ``op`` is
 :data:`OP_STEP` or :data:`OP_RESET`.
 
+The ``"cuda"`` target has a second form, ``ring_games=G``, for an env of
+``G`` games whose every launch writes a fresh set of outputs (``copy=True``): ``obs``,
+``rewards``, ``flags`` and ``final_obs`` give way to ``ring`` and
+``ring_missed`` (:data:`RING_KERNEL_ARGS`). Each launch makes its output
+arrays at the address ``ring[1 + ring[0]]``, laid out as
+:class:`~gpu_vecenv.outputs.OutputArena` lays out a slot; a launch that finds
+no address there writes nothing and sets ``ring_missed[0]``. A kernel of one
+thread launched after it (:func:`gpu_vecenv.slot_copy.advance_kernel`, a node
+of the same CUDA graph) adds one to ``ring[0]``: by then every block has read
+it, with no count of finished blocks (whose atomics, one a block, kept many
+small blocks waiting). The arguments never change, so a CUDA graph of both
+writes a new slot at each replay, where the host has written the slots'
+addresses (:meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`). The number of
+games is a literal of that form (one compiled kernel per number of games).
+
 The module is written once into a cache directory (``GPU_VECENV_CACHE_DIR``,
 by default ``~/.cache/gpu_vecenv``) under a name that hashes the generated
 text and the sources of the package and of the env's phase modules, then
@@ -47,6 +62,7 @@ PENDING_RESET_CALL = 2
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 
 KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, obs, rewards, flags, final_obs, op"
+RING_KERNEL_ARGS = ", ".join(BUFFERS) + ", params_f32, params_i64, actions_in, ring, ring_missed, op"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -234,10 +250,17 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         w.barrier()
 
 
-def generate_source(definition: EnvDefinition, target: str) -> str:
-    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``)."""
+def generate_source(definition: EnvDefinition, target: str, ring_games: int | None = None) -> str:
+    """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``). ``ring_games``: the CUDA
+    kernel that writes the outputs of that many games into the slot a ring names (see the module's
+    docstring); ``None``: the kernel that takes its outputs as arguments."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"target must be 'cuda' or 'cpu', got {target!r}")
+    ring_outputs = ring_games is not None
+    if ring_outputs and target != "cuda":
+        raise ValueError("only the cuda target writes its outputs into the slot a ring names")
+    if ring_outputs and not (isinstance(ring_games, int) and ring_games >= 1):
+        raise ValueError(f"ring_games must be a number of games >= 1, got {ring_games!r}")
     params = ParamLayout(definition)
     imports, aliases = _phase_imports(definition)
     w = _Writer(target, params)
@@ -247,6 +270,9 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
     w.line("from numba import cuda")
     for text in imports:
         w.line(text)
+    if ring_outputs:
+        w.line("from gpu_vecenv.device_arrays import array_at")
+        w.line("from gpu_vecenv.slot_copy import slot_address")
     if target == "cuda":
         for text in params.module_lines():
             w.line(text)
@@ -257,9 +283,11 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
         w.line(f"@cuda.jit(cache=True{cap})")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
-    with w.block(f"def run({KERNEL_ARGS}):"):
+    with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
         for text in params.source_lines(literal=target == "cuda"):
             w.line(text)
+        if ring_games is not None:
+            _ring_outputs(w, definition, ring_games)
         for i, name in enumerate(("term_out", "trunc_out", "active_out", "done_out", "final_active_out")):
             w.line(f"{name} = flags[{i}]")
         if target == "cuda":
@@ -276,6 +304,33 @@ def generate_source(definition: EnvDefinition, target: str) -> str:
                     w.line(f"{arr.name} = np.empty({w.bound(f'scratch{j}', arr.length)}, np.{arr.dtype})")
                 _game_body(w, definition, aliases)
     return "\n".join(w.lines) + "\n"
+
+
+def _ring_outputs(w: _Writer, definition: EnvDefinition, num_games: int) -> None:
+    """The output arrays at the slot ``ring`` names, as :meth:`OutputArena.kernel_pointers` places them: obs,
+    rewards, then in SAME_STEP mode final_obs (float32), then the five flag planes (uint8)."""
+    # A ring that names no slot (an index outside it, or an address not yet written) launches nothing and
+    # says so in ring_missed, which the env reads at its next reset: every thread reads the same entries, so
+    # every thread of every block returns, and none waits for the others.
+    w.line("ring_base = slot_address(ring)")
+    with w.block("if ring_base == 0:"):
+        with w.block("if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:"):
+            w.line("ring_missed[0] = 1")
+        w.line("return")
+    # The number of games as a literal: every output's offset from the slot's address is then a constant, and
+    # only that address is held in registers (read from game_i64's shape, the four pointers and strides were:
+    # 16 more registers a thread uncapped, benchmarks/ptx_report.py --ring-outputs).
+    w.line(f"ring_games = {int(num_games)}")
+    w.line("ring_envs = ring_games * num_agents")
+    d = definition.obs_dim
+    w.line(f"obs = array_at(ring_base, (ring_games, num_agents, {d}), np.float32)")
+    w.line(f"rewards = array_at(ring_base + 4 * ring_envs * {d}, (ring_games, num_agents), np.float32)")
+    w.line(f"ring_same_step = autoreset_mode == {SAME_STEP}")
+    # Outside SAME_STEP mode the slot holds no final_obs and the kernel never writes one: any address will do.
+    w.line(f"final_obs = array_at(ring_base + 4 * (ring_envs * {d} + ring_envs) if ring_same_step else ring_base, "
+           f"(ring_games, num_agents, {d}), np.float32)")  # fmt: skip
+    w.line(f"ring_float_bytes = 4 * (ring_envs * {d} * (2 if ring_same_step else 1) + ring_envs)")
+    w.line("flags = array_at(ring_base + ring_float_bytes, (5, ring_games, num_agents), np.uint8)")
 
 
 def _write_outputs(w: _Writer, definition: EnvDefinition, term: str, trunc: str, zero_rewards: bool) -> None:
@@ -387,12 +442,14 @@ def _sources_digest(definition: EnvDefinition) -> str:
     return h.hexdigest()
 
 
-def load_kernel_module(definition: EnvDefinition, target: str) -> ModuleType:
-    """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``."""
-    source = generate_source(definition, target)
+def load_kernel_module(definition: EnvDefinition, target: str, ring_games: int | None = None) -> ModuleType:
+    """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``
+    (``ring_games``: see :func:`generate_source`)."""
+    source = generate_source(definition, target, ring_games)
     digest = hashlib.sha256((source + _sources_digest(definition)).encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in definition.name)
-    module_name = f"gpu_vecenv_kernel_{safe}_{target}_{digest}"
+    form = f"{target}_ring{ring_games}" if ring_games is not None else target
+    module_name = f"gpu_vecenv_kernel_{safe}_{form}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     directory = cache_dir()

@@ -6,18 +6,20 @@ The buffer holds, as float32, ``obs`` ``(games, agents, obs_dim)``, then
 truncated, active, done and (SAME_STEP) the final step's active.
 
 Because the kernel writes the same memory at every launch, its views and its
-launch (a CUDA graph) are made once. Returning fresh tensors (``copy=True``)
-costs one device copy of the whole buffer into a never-reused slot, and no
-tensor operation besides: the slots and their views are made ahead, several
-at a time (one allocation and one ``unbind`` per output for all of them), since
-each torch view operation costs microseconds of host time per step. On a GPU
-the step's graph makes that copy itself, into the slot that :meth:`OutputArena.ring`
-names (:mod:`gpu_vecenv.slot_copy`); elsewhere :meth:`OutputArena.results` makes it.
-
-Where the outputs are large, the copy costs more device time than a launch
-with new arguments costs host time, and the kernel writes the fresh slot
-itself (:meth:`OutputArena.fresh_for_kernel`), and the arena has no buffer of
-its own. That relies on every launch writing every output entry, which
+launch (a CUDA graph) are made once. Fresh tensors (``copy=True``) are slots
+of batches made ahead (one allocation and one ``unbind`` per output for a
+batch), since each torch view operation costs microseconds of host time per
+step. On a GPU a generated kernel writes each launch's outputs into the next
+fresh slot itself: the host writes a batch's slot addresses into a small
+device array, :meth:`OutputArena.ring`, and the kernel, launched with the same
+arguments every time (a graph replay), finds its slot there
+(:mod:`gpu_vecenv.codegen`); the arena then has no buffer of its own.
+Elsewhere the kernel writes the arena, and a fresh slot is either a device
+copy of it (:meth:`OutputArena.results`; on a GPU inside the step's graph,
+:mod:`gpu_vecenv.slot_copy`, for a hand-written kernel) or, for large
+outputs, written by a launch given the slot's arrays
+(:meth:`OutputArena.fresh_for_kernel`). A kernel that writes fresh slots
+must write every output entry at every launch, which
 ``python -m gpu_vecenv.check`` checks.
 """
 
@@ -76,18 +78,15 @@ class SlotOutputs(NamedTuple):
 # keeps 8 MB.
 _BATCH_SLOTS = 64
 # With copy=True, the kernel writes the fresh outputs itself from this many bytes a launch on, by device type
-# (the env's direct_write_bytes option). Both ways a step makes a fresh slot and its views (15-50 us of host
-# time on an H100 host); the direct write then costs a launch with new pointers (12-30 us) where the copy
-# costs a graph replay (3-6 us) and a device copy of 2 x outputs / copy bandwidth (about 50 us at 65 MB):
-# benchmarks/results/h100_2026-12-06d/host_parts/. So where the kernel is longer than the host's part it
-# wins the copy's device time, and where the host sets the pace it loses about 10-25 us. Timed whole
-# (h100_2026-12-06d/outputs/): faster from 65 MB on (10+100 K=10 at 2000 games 0.122-0.127 against 0.173
-# ms a step), mixed at 19 and 38 MB. In an earlier lease whose host was about twice as slow
-# (h100_2026-12-06c/outputs/) it lost at 65 and 77 MB and won from 154 MB on. On the CPU (2 cores,
-# benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and 77 MB (fresh pages fault either way,
-# and the direct write saves reading the env's buffer), no clear difference at 65 MB of 10+100, where the
-# kernel is most of the step.
-DIRECT_WRITE_BYTES = {"cuda": 48 << 20, "cpu": 16 << 20}
+# (the env's direct_write_bytes option). On a GPU always: a generated kernel writes them into the slot a device
+# ring names (gpu_vecenv.codegen), a graph replay with no new arguments, where a copy costs device time (about 5
+# us at 3.2 MB, more with size: benchmarks/results/h100_2026-12-06f/); at one slot a batch, through an eager
+# launch given the slot (GpuVectorEnv's _writes_ring says why). Before that kernel, a direct write was an
+# eager launch with new pointers (12-30 us of host time) and paid from 48 MiB on. On the CPU (2 cores,
+# benchmarks/results/cpu_2026-12-06_direct_write/) faster at 19 and 77 MB (fresh pages fault either way, and the
+# direct write saves reading the env's buffer), no clear difference at 65 MB of 10+100, where the kernel is most
+# of the step.
+DIRECT_WRITE_BYTES = {"cuda": 0, "cpu": 16 << 20}
 _BATCH_BYTES_GPU = 64 << 20
 _BATCH_BYTES_CPU = 8 << 20
 
@@ -154,6 +153,11 @@ class OutputArena:
         self._ring: torch.Tensor | None = None
         # (batch, slot) that the ring's entry 0 names as the host last left it; None: not known.
         self._ring_next: tuple[int, int] | None = None
+
+    @property
+    def slots_per_batch(self) -> int:
+        """The fresh slots made at once; 1 where one set of outputs fills a batch's bytes."""
+        return self._batch
 
     def _stand_ins(self) -> tuple[torch.Tensor, KernelOutputs]:
         """An empty buffer, and the kernel's arrays over one element each (see ``own_buffer``)."""
@@ -249,24 +253,31 @@ class OutputArena:
         return self._fresh[i]
 
     def ring(self) -> torch.Tensor:
-        """``(1 + slots,)`` int64 on the device, for a step's graph that copies the outputs itself
-        (:mod:`gpu_vecenv.slot_copy`): entry 0 is the index of the slot the next copy writes, entry ``1 + i``
+        """``(1 + slots,)`` int64 on the device, through which a launch writes fresh outputs: a generated
+        kernel that writes them itself (:mod:`gpu_vecenv.codegen`) or a step's graph that copies them
+        (:mod:`gpu_vecenv.slot_copy`). Entry 0 is the index of the slot the next launch writes, entry ``1 + i``
         the device address of slot ``i`` of the current batch of fresh slots (0 past the batch's end)."""
         if self._ring is None:
             self._ring = torch.zeros(1 + _BATCH_SLOTS, dtype=torch.int64, device=self._device)
         return self._ring
 
     def ring_slot(self) -> SlotOutputs:
-        """The fresh outputs that the next copy through :meth:`ring` writes, on the current stream: the next
+        """The fresh outputs that the next launch through :meth:`ring` writes, on the current stream: the next
         never-used slot. When it starts a batch (or the ring was left otherwise, see :meth:`forget_ring`), the
         batch's slot addresses and the slot's index are written into the ring first, on the current stream,
         once a batch: an asynchronous copy from pageable memory, which CUDA stages before the call returns
-        (no device sync, and nothing to keep alive afterwards)."""
+        (no device sync, and nothing to keep alive afterwards), or for a batch of one slot two words written
+        by the stream (:meth:`StreamOps.write_words`)."""
         i = self._take_fresh()
         if self._ring_next != (self._batches_made, i):
             addresses = [row.data_ptr() for row in self._fresh_rows]
-            values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
-            self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
+            if len(addresses) == 1:
+                # Large outputs, a batch (and a ring write) every step: two words written by the stream itself,
+                # where a copy from pageable memory cost device time every step.
+                self._stream_ops.write_words(self.ring(), (i, addresses[0]))
+            else:
+                values = [i, *addresses] + [0] * (_BATCH_SLOTS - len(addresses))
+                self.ring().copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)
         self._ring_next = (self._batches_made, i + 1)
         return self._fresh[i]
 

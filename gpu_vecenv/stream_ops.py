@@ -21,12 +21,15 @@ one), the copy is torch's own.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from gpu_vecenv.shared import SIMULATOR
+
+# cuStreamWriteValue64's flags: CU_STREAM_WRITE_VALUE_DEFAULT.
+_WRITE_VALUE_DEFAULT = 0
 
 
 def _driver() -> Any:
@@ -48,6 +51,11 @@ class StreamOps:
         )
         self._driver = _driver() if self._raw_stream is not None else None
         self._success = None if self._driver is None else self._driver.CUresult.CUDA_SUCCESS
+        # A device without 64-bit stream memory operations refuses every write (some virtualized GPUs): remembered,
+        # so that a step does not pay a refused call before torch's copy each time. Other refusals (no current
+        # context in this thread, for one) are the call's, not the device's, and are not remembered.
+        self._not_supported = None if self._driver is None else self._driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
+        self._no_stream_writes = False
 
     @property
     def through_driver(self) -> bool:
@@ -76,3 +84,25 @@ class StreamOps:
             if err == self._success:
                 return
         dst.copy_(src)
+
+    def write_words(self, dst: torch.Tensor, values: Sequence[int]) -> None:
+        """``dst[:len(values)] = values`` from the host, on the current stream, for ``dst`` a contiguous int64
+        tensor on the device: each value one ``cuStreamWriteValue64``, a write the stream makes itself (no
+        host memory staged, no copy engine), for a few values; else torch's non-blocking copy of a host
+        tensor (from pageable memory, which CUDA stages before the call returns)."""
+        driver, raw_stream = self._driver, self._raw_stream
+        if driver is not None and raw_stream is not None and not self._no_stream_writes:
+            stream, base = raw_stream(self._index), dst.data_ptr()
+            try:
+                for k, value in enumerate(values):
+                    # CU_STREAM_WRITE_VALUE_DEFAULT: the write waits for the stream's earlier work and its memory
+                    # writes (the kernel that advanced the ring, for one); NO_MEMORY_BARRIER would not.
+                    (err,) = driver.cuStreamWriteValue64(stream, base + 8 * k, value, _WRITE_VALUE_DEFAULT)
+                    if err != self._success:
+                        self._no_stream_writes = err == self._not_supported
+                        break  # torch writes them all below, in stream order after those written
+                else:
+                    return
+            except (TypeError, ValueError, OverflowError):  # a binding that takes other types: torch from now on
+                self._no_stream_writes = True
+        dst[: len(values)].copy_(torch.tensor(values, dtype=torch.int64), non_blocking=True)

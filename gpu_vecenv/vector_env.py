@@ -116,13 +116,18 @@ class GpuVectorEnv(VectorEnv):
             bytes a launch (every game's ``obs``, ``rewards``, flags and, in
             SAME_STEP mode, ``final_obs``) are written by the kernel straight
             into the fresh tensors, instead of into the env's buffers and then
-            copied: no device copy, but an eager launch with new arguments
-            (no CUDA graph) each call. Every launch must then write every
+            copied: no device copy, and no output buffer of the env's own. On
+            the ``cuda`` backend a generated kernel finds each launch's fresh
+            tensors through a small device array the host writes once a batch
+            of them, so the launch keeps its arguments (a CUDA graph replay),
+            where a batch holds several; outputs that fill a batch alone, a
+            hand-written ``cuda_kernel`` and the CPU backend take them as new
+            arguments of an eager launch. Every launch must then write every
             output entry (``python -m gpu_vecenv.check`` checks a generated
             kernel for it). ``None``: the device's default
-            (:data:`gpu_vecenv.outputs.DIRECT_WRITE_BYTES`), or never for a
-            hand-written ``cuda_kernel``; ``0``: always. Not used by the
-            reference backend.
+            (:data:`gpu_vecenv.outputs.DIRECT_WRITE_BYTES`: always on a GPU),
+            or never for a hand-written ``cuda_kernel``; ``0``: always. Not
+            used by the reference backend.
     """
 
     OPTIONS = frozenset(
@@ -214,6 +219,17 @@ class GpuVectorEnv(VectorEnv):
         # Such an env's arena has no buffer of its own: it would be as large as a step's outputs, never written.
         self._arena = OutputArena(self.num_games, self.num_agents, definition.obs_dim, same_step, self.device,
                                   own_buffer=not self._direct_write)  # fmt: skip
+        # A generated CUDA kernel writes fresh outputs into the slot a device ring names (its second form,
+        # gpu_vecenv.codegen), so that each launch takes the same arguments: a graph replay, no host arguments.
+        # Not at one slot a batch (large outputs): the host would write the ring before every launch, which cost
+        # 5-7 us of device time a step at 2000 games of 10+100 (benchmarks/results/h100_2026-12-06h/), more
+        # than the launch with the slot's pointers costs there (host time, hidden behind the large step's kernel).
+        self._writes_ring = (
+            self._direct_write
+            and self.backend == "cuda"
+            and definition.cuda_kernel is None
+            and self._arena.slots_per_batch > 1
+        )
         if self.backend == "cuda":
             self._backend: CpuBackend | CudaBackend | ReferenceBackend = CudaBackend(
                 definition,
@@ -223,6 +239,7 @@ class GpuVectorEnv(VectorEnv):
                 self._arena.kernel,
                 threads_per_block,
                 cuda_graphs,
+                ring=self._arena.ring() if self._writes_ring else None,
             )
         elif self.backend == "reference":
             self._backend = ReferenceBackend(
@@ -440,6 +457,17 @@ class GpuVectorEnv(VectorEnv):
                 "The env was not reset; call reset() again to go on, or pass strict=True to raise at the step."
             )
 
+    def _raise_if_ring_missed(self) -> None:
+        if not (self.copy and isinstance(self._backend, CudaBackend) and self._backend.ring_missed()):
+            return
+        self._arena.forget_ring()  # written again at the next launch
+        raise RuntimeError(
+            f"{self.definition.name}: a launch since the last reset found no fresh output slot named in the "
+            "device ring that copy=True steps write through, and wrote nothing: the outputs it returned are "
+            "uninitialized memory, and the games were not stepped. This is a bug of gpu_vecenv; please report "
+            "it. The env was not reset; call reset() again to go on."
+        )
+
     # -- Gymnasium API ------------------------------------------------------------
     def _check_open(self) -> None:
         if self.closed:
@@ -469,6 +497,7 @@ class GpuVectorEnv(VectorEnv):
                 f"known: {sorted({'reset_mask', *self.definition.reset_option_names})}"
             )
         self._raise_pending_action_errors()
+        self._raise_if_ring_missed()
         if self.definition.reset_options is not None:
             self.definition.reset_options(self._views, options, game_mask)
         if isinstance(self._backend, ReferenceBackend):
@@ -482,6 +511,16 @@ class GpuVectorEnv(VectorEnv):
 
     def _launch(self, op: int) -> SlotOutputs:
         """Run ``op`` on every game and return its outputs (fresh ones with ``copy=True``)."""
+        if self._writes_ring:
+            out = self._arena.ring_slot()
+            try:
+                self._backend.launch(op)
+            except BaseException:
+                self._arena.forget_ring()  # the launch may or may not have moved the ring on
+                raise
+            if op == OP_RESET:
+                self._backend.capture((OP_STEP, OP_RESET))
+            return out
         if self.direct_write:
             assert not isinstance(self._backend, ReferenceBackend)  # direct_write is off there
             out, row = self._arena.fresh_for_kernel()

@@ -166,7 +166,12 @@ def test_cuda_1_runs_on_a_second_gpu_or_is_refused_clearly():
 # -- no host sync in step() -------------------------------------------------------------------------------------
 
 STEP_OPTIONS = [
+    # 2000 games of 10+100: 65 MB of outputs, one slot a batch, written by a launch given the slot.
     pytest.param(dict(copy=True), id="copy"),
+    # 2000 games of 1+3: small outputs, written by the kernel into the slot a device ring names (a graph replay).
+    pytest.param(
+        dict(copy=True, num_taggers=1, num_runners=3, num_other_agents_observed=3), id="copy-through-the-ring"
+    ),
     # Copied inside the step's graph whatever the size, the slots' ring written anew every batch of one or two.
     pytest.param(dict(copy=True, direct_write_bytes=1 << 40), id="copy-in-the-graph"),
     pytest.param(dict(copy=False), id="no-copy"),

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cudasim_scenarios import SCENARIOS
+from cudasim_scenarios import CHECKS, SCENARIOS
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,7 +22,7 @@ def simulator_run():
     return proc
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", [*SCENARIOS, *CHECKS])
 def test_cuda_kernel_under_simulator_matches_reference(simulator_run, name):
     out = simulator_run.stdout
     assert f"== {name}\n" in out, simulator_run.stdout + simulator_run.stderr

@@ -46,27 +46,79 @@ def test_copy_true_gives_fresh_tensors_that_never_change():
     assert torch.equal(first, kept)
 
 
-def test_fresh_outputs_written_by_the_kernel_launch_eagerly_and_match_the_copied_ones():
-    # 2000 games of 5+100 with the full observation: 613 MB of outputs a step, above the GPU's default.
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_fresh_outputs_written_by_the_kernel_in_a_graph_replay_match_the_copied_ones(mode):
+    # 2000 games of 5+100 with the full observation: 613 MB of outputs a step (SameStep: 1.2 GB), one slot a
+    # batch, which the kernel writes itself, launched with the slot's pointers (no graph, no ring to write
+    # before every launch).
     params = dict(num_envs=2000, device="cuda", num_taggers=5, num_runners=100, use_full_observation=True,
-                  episode_length=10)  # fmt: skip
+                  episode_length=10, autoreset_mode=mode)  # fmt: skip
     direct = gym.make_vec("WarpTag-v0", **params)
     copied = gym.make_vec("WarpTag-v0", direct_write_bytes=1 << 62, **params)
     assert direct.unwrapped.direct_write and not copied.unwrapped.direct_write
     first = [direct.reset(seed=0)[0], copied.reset(seed=0)[0]]
     assert torch.equal(*first)
-    for _ in range(12):
+    kept = []
+    for step in range(12):
         actions = random_actions(direct)
         outs = direct.step(actions), copied.step(actions)
         for now, then in zip(outs[0][:4], outs[1][:4], strict=True):
             assert torch.equal(now, then)
         assert outs[0][4].keys() == outs[1][4].keys()
         for key in outs[0][4]:
-            assert torch.equal(outs[0][4][key], outs[1][4][key])
-    assert not direct.unwrapped._backend._graphs  # an eager launch into new memory each call...
-    assert isinstance(direct.unwrapped._backend._output_launch, _OutputLaunch)  # ...with its parameters made once
-    assert copied.unwrapped._backend._graphs
+            now, then = outs[0][4][key], outs[1][4][key]
+            if isinstance(now, dict):  # SameStep's final_info
+                assert now.keys() == then.keys() and all(torch.equal(now[k], then[k]) for k in now)
+            else:
+                assert torch.equal(now, then)
+        if step in (0, 5, 11):  # a few kept: each keeps its whole slot alive (up to 1.2 GB)
+            kept.append((outs[0][0], outs[0][0].clone()))
+    assert all(torch.equal(now, then) for now, then in kept)  # no later launch wrote an earlier step's tensors
+    assert not direct.unwrapped._backend.writes_ring and direct.unwrapped._arena.slots_per_batch == 1
+    assert copied.unwrapped._backend._copy_graphs
     assert torch.equal(first[0], first[1])
+
+
+def test_the_ring_names_the_right_slot_for_every_block_over_many_batches():
+    # 40000 games of 1+3 (40000 blocks, each of which reads the ring; a one-thread kernel moves it on), 100 steps
+    # of small outputs: slots from two batches, each step's outputs equal to a copy=False twin's and kept.
+    params = dict(num_envs=40_000, device="cuda", num_taggers=1, num_runners=3, use_full_observation=True,
+                  episode_length=30)  # fmt: skip
+    written, twin = gym.make_vec("WarpTag-v0", **params), gym.make_vec("WarpTag-v0", copy=False, **params)
+    assert written.unwrapped._backend.writes_ring and written.unwrapped._arena._batch < 100
+    assert torch.equal(written.reset(seed=5)[0], twin.reset(seed=5)[0])
+    kept = []
+    for _ in range(100):
+        actions = random_actions(written)
+        outputs = written.step(actions)[:4]
+        expected = twin.step(actions)[:4]
+        assert all(torch.equal(now, then) for now, then in zip(outputs, expected, strict=True))
+        kept.append((outputs, [t.clone() for t in outputs]))
+    assert all(torch.equal(a, b) for now, then in kept for a, b in zip(now, then, strict=True))
+    assert len({outputs[0].data_ptr() for outputs, _ in kept}) == 100
+    assert not written.unwrapped._backend.ring_missed()
+
+
+def test_a_hand_written_kernel_writes_fresh_outputs_through_a_prepared_launch():
+    # A hand-written kernel takes its outputs as arguments: a direct write is an eager launch with new ones.
+    import dataclasses
+
+    from envs.tag_continuous.config import TagConfig
+    from envs.tag_continuous.env import tag_definition
+    from gpu_vecenv import GpuVectorEnv
+    from gpu_vecenv.codegen import load_kernel_module
+
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=None)
+    hand_written = dataclasses.replace(definition, cuda_kernel=load_kernel_module(definition, "cuda").run)
+    direct = GpuVectorEnv(hand_written, num_games=8, device="cuda", direct_write_bytes=0)
+    generated = GpuVectorEnv(definition, num_games=8, device="cuda", copy=False)
+    assert direct.direct_write and not direct._backend.writes_ring
+    assert torch.equal(direct.reset(seed=3)[0], generated.reset(seed=3)[0])
+    for _ in range(6):
+        actions = random_actions(direct)
+        assert torch.equal(direct.step(actions)[0], generated.step(actions)[0])
+    assert not direct._backend._graphs
+    assert isinstance(direct._backend._output_launch, _OutputLaunch)
 
 
 def test_an_env_writing_fresh_outputs_directly_allocates_no_output_buffer_of_its_own():
@@ -142,7 +194,8 @@ def test_a_copy_that_cannot_be_captured_falls_back_to_the_host_copy_and_says_so_
         raise RuntimeError("no copy kernel here")
 
     monkeypatch.setattr(backends, "SlotCopy", refuse)
-    envs = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", **SMALL_TAG)
+    # Told to copy: without direct_write_bytes the kernel would write the fresh outputs itself.
+    envs = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", direct_write_bytes=1 << 62, **SMALL_TAG)
     with pytest.warns(UserWarning, match="capturing the outputs' copy failed"):
         envs.reset(seed=0)
     assert not envs.unwrapped._backend._copy_graphs
@@ -171,7 +224,7 @@ def test_the_slot_copy_writes_the_slot_the_ring_names_and_its_last_block_advance
         arena.view(torch.int64).add_(launch)
         slot_copy.launch(stream)
     torch.cuda.synchronize()
-    assert int(ring[0]) == 3 and int(slot_copy._finished_tensor[0]) == 0
+    assert int(ring[0]) == 3 and int(slot_copy.finished[0]) == 0
     expected = torch.arange(words, dtype=torch.int64, device="cuda")
     for i, total in enumerate((0, 1, 3)):
         assert torch.equal(slots[i], expected + total)

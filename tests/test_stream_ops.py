@@ -76,18 +76,28 @@ class _Driver:
 
     class CUresult:
         CUDA_SUCCESS = 0
+        CUDA_ERROR_NOT_SUPPORTED = 801
 
-    def __init__(self, result):
-        self.result, self.calls = result, []
+    def __init__(self, result, *later_results):
+        self.results, self.calls = [result, *later_results], []
+
+    @property
+    def result(self):
+        return self.results[min(len(self.calls) - 1, len(self.results) - 1)]
 
     def cuMemcpyDtoDAsync(self, dst, src, nbytes, stream):  # noqa: N802  (the driver's name)
         self.calls.append((dst, src, nbytes, stream))
         return (self.result,)
 
+    def cuStreamWriteValue64(self, stream, address, value, flags):  # noqa: N802  (the driver's name)
+        self.calls.append((stream, address, value, flags))
+        return (self.result,)
+
 
 def _through(driver):
     ops = StreamOps(torch.device("cpu"))
-    ops._driver, ops._raw_stream, ops._success = driver, lambda index: 7, driver.CUresult.CUDA_SUCCESS
+    ops._driver, ops._raw_stream = driver, lambda index: 7
+    ops._success, ops._not_supported = driver.CUresult.CUDA_SUCCESS, driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
     return ops
 
 
@@ -104,6 +114,86 @@ def test_a_copy_the_driver_refuses_is_made_by_torch():
     src, dst = torch.arange(6, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)
     _through(driver).copy(dst, src)
     assert len(driver.calls) == 1 and torch.equal(dst, src)
+
+
+def test_words_written_from_the_host_go_to_the_driver_one_each_at_their_addresses_on_the_current_stream():
+    driver = _Driver(result=0)
+    dst = torch.zeros(4, dtype=torch.int64)
+    _through(driver).write_words(dst, (3, 1 << 40))
+    assert driver.calls == [(7, dst.data_ptr(), 3, 0), (7, dst.data_ptr() + 8, 1 << 40, 0)]
+    assert not dst.any()  # the driver did it (here: nothing), not torch
+
+
+def test_words_the_driver_refuses_are_written_by_torch_and_a_device_without_stream_writes_is_not_asked_again():
+    driver = _Driver(801)  # CUDA_ERROR_NOT_SUPPORTED, as where 64-bit stream memory operations are off
+    ops, dst = _through(driver), torch.zeros(4, dtype=torch.int64)
+    ops.write_words(dst, (3, 1 << 40))
+    assert len(driver.calls) == 1 and dst.tolist() == [3, 1 << 40, 0, 0]
+    ops.write_words(dst, (5, 6))
+    assert len(driver.calls) == 1 and dst.tolist() == [5, 6, 0, 0]
+
+
+def test_a_refusal_of_one_call_is_not_remembered_and_words_after_an_accepted_one_are_all_written_by_torch():
+    driver = _Driver(0, 201)  # the second word refused: CUDA_ERROR_INVALID_CONTEXT, a thread without a context
+    ops, dst = _through(driver), torch.zeros(4, dtype=torch.int64)
+    ops.write_words(dst, (3, 1 << 40))
+    assert len(driver.calls) == 2 and dst.tolist() == [3, 1 << 40, 0, 0]  # both, in stream order after the first
+    driver.results = [0]
+    ops.write_words(dst, (5, 6))
+    assert len(driver.calls) == 4 and dst.tolist() == [3, 1 << 40, 0, 0]  # the driver's again (here: nothing)
+
+
+def test_a_binding_that_takes_other_types_is_not_asked_again():
+    class OtherBinding(_Driver):
+        def cuStreamWriteValue64(self, stream, address, value, flags):  # noqa: N802  (the driver's name)
+            self.calls.append((stream, address, value, flags))
+            raise TypeError("an argument of another type was expected")
+
+    driver = OtherBinding(0)
+    ops, dst = _through(driver), torch.zeros(4, dtype=torch.int64)
+    ops.write_words(dst, (3, 4))
+    ops.write_words(dst, (5, 6))
+    assert len(driver.calls) == 1 and dst.tolist() == [5, 6, 0, 0]
+
+
+def test_off_a_gpu_words_are_written_by_torch():
+    dst = torch.zeros(4, dtype=torch.int64)
+    StreamOps(torch.device("cpu")).write_words(dst, (5, 1 << 40))
+    assert dst.tolist() == [5, 1 << 40, 0, 0]
+
+
+class _RecordingDriver:
+    """The real driver module, with each ``cuStreamWriteValue64``'s result recorded."""
+
+    def __init__(self, driver):
+        self._driver, self.results = driver, []
+
+    def __getattr__(self, name):
+        return getattr(self._driver, name)
+
+    def cuStreamWriteValue64(self, *args):  # noqa: N802  (the driver's name)
+        result = self._driver.cuStreamWriteValue64(*args)
+        self.results.append(result[0])
+        return result
+
+
+@pytest.mark.gpu
+def test_words_written_from_the_host_wait_for_the_work_before_them_on_the_current_stream():
+    ops = StreamOps(torch.device("cuda"))
+    assert ops.through_driver
+    ops._driver = recording = _RecordingDriver(ops._driver)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dst = torch.zeros(3, dtype=torch.int64, device="cuda")
+        torch.cuda._sleep(100_000_000)  # tens of ms: the words must land after the fill below, not before it
+        dst.fill_(-1)
+        ops.write_words(dst, (11, 1 << 40))
+        got = dst.clone()
+    side.synchronize()
+    assert got.tolist() == [11, 1 << 40, -1]
+    # Written by the stream itself, not by torch's copy after a refusal (which is stream-ordered as well).
+    assert recording.results == [ops._success] * 2 and not ops._no_stream_writes
 
 
 def test_a_replay_that_fails_leaves_the_ring_to_be_written_again():

@@ -181,19 +181,25 @@ def test_returned_tensors_never_change_by_default(device):
     assert torch.equal(first_obs, first_obs_copy)
 
 
-def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, monkeypatch):
+@pytest.mark.parametrize("fresh", ["written", "copied"])
+def test_fresh_outputs_kept_over_many_steps_stay_as_returned(device, fresh, monkeypatch):
     # copy=True hands out slots made ahead in batches; with batches of 3 slots (the byte cap deciding), keep
     # 20 steps' outputs: each must still hold what a copy=False twin showed at its step, in memory of its own.
-    nbytes = make(device).unwrapped._arena.nbytes
+    # "written": the kernel writes the slots (on a GPU, the slot a device ring names); "copied": the
+    # env told to copy its buffers into the slots (on a GPU inside the step's graph, gpu_vecenv/slot_copy.py).
+    options = {"direct_write_bytes": 0} if fresh == "written" else {"direct_write_bytes": 1 << 62}
+    nbytes = make(device, copy=False).unwrapped._arena.nbytes
     monkeypatch.setattr(outputs, "_BATCH_BYTES_GPU", 3 * nbytes)
     monkeypatch.setattr(outputs, "_BATCH_BYTES_CPU", 3 * nbytes)
-    envs, twin = make(device), make(device, copy=False)
+    envs, twin = make(device, **options), make(device, copy=False)
     assert envs.unwrapped._arena._batch == 3
     rng = np.random.default_rng(1)
     envs.reset(seed=0)
     twin.reset(seed=0)
-    # On a GPU each step is one graph replay that copies into the next slot itself (gpu_vecenv/slot_copy.py).
-    assert bool(getattr(envs.unwrapped._backend, "_copy_graphs", None)) == (device == "cuda")
+    backend = envs.unwrapped._backend
+    on_gpu = device == "cuda"
+    assert getattr(backend, "writes_ring", False) == (on_gpu and fresh == "written")
+    assert bool(getattr(backend, "_copy_graphs", None)) == (on_gpu and fresh == "copied")
     kept, seen = [], []
     for _ in range(20):
         actions = random_actions(envs, rng)
@@ -321,11 +327,16 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
     assert envs.unwrapped.direct_write and not twin.unwrapped.direct_write
     arena = envs.unwrapped._arena
     assert (arena._batch == 1) == (slots == "one a batch")
-    # The env keeps no output buffer of its own then, and its backend refuses to launch into the stand-ins.
+    # The env keeps no output buffer of its own then. On a GPU the kernel finds each launch's slot through a
+    # device ring where a batch holds several (else the launch is given the slot); on the CPU its backend
+    # refuses to launch into the stand-ins.
     assert arena.buffer.numel() == 0
     assert all(t.untyped_storage().nbytes() <= 4 for t in arena.kernel.arrays())
-    with pytest.raises(RuntimeError, match="no output buffer of its own"):
-        envs.unwrapped._backend.launch(0)
+    if device == "cuda":
+        assert envs.unwrapped._backend.writes_ring == (slots == "batched")
+    else:
+        with pytest.raises(RuntimeError, match="no output buffer of its own"):
+            envs.unwrapped._backend.launch(0)
     rng = np.random.default_rng(2)
     kept = [returned_tensors(envs.reset(seed=0))]
     seen = [[t.clone() for t in returned_tensors(twin.reset(seed=0))]]
@@ -347,8 +358,9 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
 
 
 def test_fresh_outputs_are_written_directly_from_the_devices_default_size(device, monkeypatch):
-    nbytes = make(device).unwrapped._arena.nbytes  # every output of a launch, in one buffer
-    assert not make(device).unwrapped.direct_write  # small: copied out of the env's buffers
+    nbytes = make(device, copy=False).unwrapped._arena.nbytes  # every output of a launch, in one buffer
+    # On a GPU always (no copy, a graph replay); on the CPU small outputs are copied out of the env's buffers.
+    assert make(device).unwrapped.direct_write == (device == "cuda")
     assert make(device, direct_write_bytes=nbytes).unwrapped.direct_write
     assert not make(device, direct_write_bytes=nbytes + 1).unwrapped.direct_write
     assert not make(device, copy=False, direct_write_bytes=0).unwrapped.direct_write  # nothing fresh to write
