@@ -10,7 +10,9 @@ DIR/bench_step.md (a summary with ratios, for the README).
 
 Every row builds ``gym.make_vec("WarpTag-v0", num_envs=games, ...)``, resets it
 with ``seed=0`` and times a rollout: random actions drawn on the env's device
-(in place into one tensor, one ``random_`` for all components of equal levels, as for WarpDrive),
+(in place into one tensor, one ``random_`` for all components of equal levels, as for WarpDrive;
+that tensor the benchmark's own, which ``step`` copies into the env, or with ``--actions-in-place``
+the env's ``action_buffer``, read where it is, as WarpDrive reads its actions),
 ``step`` with NEXT_STEP autoreset, no host sync inside the timed loop (on a GPU,
 torch's sync-debug mode counts any torch op that syncs there). Per row:
 
@@ -352,8 +354,10 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     return envs.unwrapped, time.perf_counter() - t0
 
 
-def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, Any]:
-    """Every measurement of our env for one row (see the module docstring)."""
+def measure_ours(case: Case, device: torch.device, timing: Timing, actions_in_place: bool = False) -> dict[str, Any]:
+    """Every measurement of our env for one row (see the module docstring); ``actions_in_place``: the actions
+    drawn into the env's ``action_buffer``, which ``step`` reads where they are, instead of a tensor of the
+    benchmark's own that ``step`` copies."""
     modules, files = _kernel_modules(), _cache_files()
     gc.collect()
     mem_before = _allocated(device)
@@ -367,7 +371,9 @@ def measure_ours(case: Case, device: torch.device, timing: Timing) -> dict[str, 
     search = "-" if case.full_obs else ("index" if "cell_of" in env.state else "scan")  # how the K nearest are found
     # Drawn in place, one component at a time, as the WarpDrive worker draws its actions (benchmarks/peers.py).
     nvec = env.single_action_space.nvec
-    draw = in_place_draw(torch.zeros((env.num_envs, len(nvec)), dtype=torch.int64, device=env.device), nvec)
+    actions = env.action_buffer if actions_in_place else torch.zeros((env.num_envs, len(nvec)), dtype=torch.int64,
+                                                                      device=env.device)  # fmt: skip
+    draw = in_place_draw(actions, nvec)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -787,6 +793,13 @@ def main() -> None:
         help="the env's direct_write_bytes in every case: copy=True outputs of N bytes or more are written by the"
         " kernel into the fresh tensors (0: always); default: the device's default",
     )
+    parser.add_argument(
+        "--actions-in-place",
+        action="store_true",
+        help="draw WarpTag-v0's actions into its action_buffer, which step reads where they are (as WarpDrive's"
+        " policies write into its data manager's arrays), instead of a tensor of the benchmark's own that step"
+        " copies",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -839,6 +852,7 @@ def main() -> None:
         "scale_total_agents": args.scale_total_agents,
         "scale_agents": args.scale_agents,
         "timing": asdict(timing),
+        "actions": "drawn into action_buffer" if args.actions_in_place else "copied into the env by step",
         **machine(device),
     }
     started = time.perf_counter()
@@ -851,7 +865,7 @@ def main() -> None:
         print(
             f"[ours] {case.name}: {case.games} games of {case.agents}, {case.obs_label}, copy={case.copy}", flush=True
         )
-        rows.append(measure_ours(case, device, timing))
+        rows.append(measure_ours(case, device, timing, actions_in_place=args.actions_in_place))
 
     setup_probes: dict[str, Any] = {}
     for case in cases:

@@ -2,25 +2,28 @@
 
     python benchmarks/host_parts.py --games 100 [--param num_runners=100 ...] [--copy] [--out parts.json]
 
-For one WarpTag-v0 configuration (``make_vec`` keyword arguments as in
-``python -m gpu_vecenv.check``), each part of the benchmark's rollout step is
-called back to back and timed two ways: its pace (CUDA events around many
-calls: the larger of its host and device time) and its host time (wall time of
-the calls in bursts right after a sync, which the device's queue absorbs;
+For one WarpTag-v0 configuration (``make_vec`` keyword arguments as in ``python
+-m gpu_vecenv.check``), each part of the benchmark's rollout step is called
+back to back and timed two ways: its pace (CUDA events around many calls: the
+larger of its host and device time) and its host time (wall time of the calls
+in bursts right after a sync, which the device's queue absorbs;
 ``rollout_timing.host_us_per_call``). With ``--device cpu`` every call is
-synchronous and both are the wall time. Parts:
-the in-place action draw, ``step`` with fixed actions and, inside it, loading
-the actions and the kernel launch (a graph replay) and, with ``--copy``,
-handing out the fresh outputs (the copy), and the whole rollout step (draw +
-``step``). With ``copy=True`` on a GPU the kernel writes each step's fresh
-outputs itself, into the slot a device ring names: the part inside ``step`` is
-naming the slot and the launch (a graph replay, ``gpu_vecenv/codegen.py``).
-Where the env copies (``--direct-write-bytes`` above its outputs), on a GPU
-inside the step's graph (``gpu_vecenv/slot_copy.py``): that graph's replay
-beside the kernel's graph alone. On the CPU with large outputs the parts are
-the fresh slot (``fresh_for_kernel``) and the eager launch into it. When a part's pace equals its host time, the host
-decides it; when it is larger, the device does. With ``--primitives``, also the torch calls of those parts
-beside the CUDA driver calls that can replace them (``gpu_vecenv/stream_ops.py``), each alone.
+synchronous and both are the wall time. Parts: the in-place action draw,
+``step`` with fixed actions and, inside it, loading the actions and the kernel
+launch (a graph replay) and, with ``--copy``, handing out the fresh outputs
+(the copy), and the whole rollout step (draw + ``step``), and that step again
+with the actions drawn into the env's ``action_buffer``, which ``step`` then
+reads where they are (no copy). With ``copy=True`` on a GPU the kernel writes
+each step's fresh outputs itself, into the slot a device ring names: the part
+inside ``step`` is naming the slot and the launch (a graph replay,
+``gpu_vecenv/codegen.py``). Where the env copies (``--direct-write-bytes``
+above its outputs), on a GPU inside the step's graph
+(``gpu_vecenv/slot_copy.py``): that graph's replay beside the kernel's graph
+alone. On the CPU with large outputs the parts are the fresh slot
+(``fresh_for_kernel``) and the eager launch into it. When a part's pace equals
+its host time, the host decides it; when it is larger, the device does. With
+``--primitives``, also the torch calls of those parts beside the CUDA driver
+calls that can replace them (``gpu_vecenv/stream_ops.py``), each alone.
 """
 
 from __future__ import annotations
@@ -113,6 +116,9 @@ def main() -> None:
         if args.copy:
             parts["  fresh outputs (copy)"] = lambda: env._arena.results(True)
     parts["rollout step (draw + step)"] = lambda: env.step(draw())
+    # Actions written where the kernel reads them (GpuVectorEnv.action_buffer): no copy into the env.
+    draw_in_place = in_place_draw(env.action_buffer, nvec)
+    parts["rollout step, drawn into action_buffer"] = lambda: env.step(draw_in_place())
     if args.primitives:
         parts.update(primitives(env, fixed))
     rows = {}

@@ -214,6 +214,7 @@ class GpuVectorEnv(VectorEnv):
         else:
             shapes = [(self.num_envs, num_actions), (self.num_games, self.num_agents, num_actions)]
         self._action_views = {shape: self._actions.view(shape) for shape in shapes}
+        self._actions_address = self._actions.data_ptr()
         self._stream_ops = StreamOps(self.device)
         same_step = mode is AutoresetMode.SAME_STEP
         # Such an env's arena has no buffer of its own: it would be as large as a step's outputs, never written.
@@ -257,6 +258,22 @@ class GpuVectorEnv(VectorEnv):
                       for role, ids in definition.roles.items()}  # fmt: skip
         self._seed_games(self._fresh_entropy(), torch.ones(self.num_games, dtype=torch.bool, device=self.device))
         self._needs_reset = True
+
+    @property
+    def action_buffer(self) -> torch.Tensor:
+        """The env's own actions, ``(num_envs, components)`` int64 (``(num_envs,)`` for ``Discrete`` actions) on
+        the env's device, which every launch reads.
+
+        ``step`` copies the actions it is given into this tensor. Actions written into it in place (a sampler's
+        ``out=``, ``copy_``, ``random_``) and then passed to ``step`` as this tensor, or as its
+        ``(num_games, num_agents, ...)`` view, are not copied: one device copy less a step, and its host time,
+        as WarpDrive's policies write their actions into its data manager's arrays. Values are checked as any
+        others (out-of-range ones are reported at the next ``reset``, or refused at once with ``strict=True``).
+        Written on another stream than the env's, it needs the same ordering as any tensor: a step reads it on
+        the current stream.
+        """
+        self._check_open()
+        return self._action_views[next(iter(self._action_views))]
 
     @property
     def direct_write(self) -> bool:
@@ -423,8 +440,11 @@ class GpuVectorEnv(VectorEnv):
             self._raise_if_out_of_range(values)
             self._actions.copy_(values)
         elif on_device and tensor.dtype == torch.int64 and tensor.is_contiguous():
-            # The common case, actions drawn on the env's device: a plain byte copy, cheaper in host time.
-            self._stream_ops.copy(target, tensor)
+            # Actions written into action_buffer in place are there already (the same bytes: the same address,
+            # one of its shapes, contiguous); else the common case, actions drawn on the env's device, a plain
+            # byte copy, cheaper in host time.
+            if tensor.data_ptr() != self._actions_address:
+                self._stream_ops.copy(target, tensor)
         else:
             target.copy_(tensor)
 

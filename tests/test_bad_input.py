@@ -210,6 +210,20 @@ def test_out_of_range_action_is_a_no_op_reported_by_the_next_reset(pair, compone
     assert_unharmed(envs, twin)
 
 
+def test_out_of_range_actions_written_into_the_action_buffer_are_caught_as_any_others(device):
+    envs, _ = make_pair(device)
+    envs.unwrapped.action_buffer.zero_()
+    envs.unwrapped.action_buffer[9, 1] = 21  # slot 9: game 1, agent 2
+    envs.step(envs.unwrapped.action_buffer)
+    with pytest.raises(ValueError, match=r"action component 1 of slot 9 \(game 1, agent 2\) was 21"):
+        envs.reset(seed=4)
+
+    strict, _ = make_pair(device, strict=True)
+    strict.unwrapped.action_buffer[15, 0] = -1  # slot 15: game 2, agent 1
+    with pytest.raises(ValueError, match=r"action component 0 of slot 15 \(game 2, agent 1\) was -1, .*nothing was"):
+        strict.step(strict.unwrapped.action_buffer)
+
+
 @pytest.mark.parametrize("component, value, shown", OUT_OF_RANGE)
 def test_strict_mode_refuses_out_of_range_actions_before_stepping(device, component, value, shown):
     """strict=True checks the int64 values themselves, so the message shows the value as given."""
@@ -257,6 +271,8 @@ def test_a_closed_env_refuses_every_call_and_other_envs_go_on(pair):
         closed.reset(seed=0)
     with pytest.raises(RuntimeError, match=message):
         closed.state  # noqa: B018
+    with pytest.raises(RuntimeError, match=message):
+        closed.unwrapped.action_buffer  # noqa: B018
     assert_unharmed(envs, twin)
 
 

@@ -55,6 +55,18 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     # The markdown rows name the kernel time, register cap and per-game work, as the text table does.
     assert re.search(r"\| 2\+5 K=3 \| 4 \| True \|( [^|]+ \|){4} 40 \| staged \|", markdown), markdown
     assert len(result["meta"]["sources_sha256"]) == 64  # identifies the code that ran, whatever the git history
+    assert result["meta"]["actions"] == "copied into the env by step"
+
+
+def test_actions_drawn_into_the_action_buffer_are_said_so(tmp_path):
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "quick", "--backend", "cpu",
+               "--cases", "1+3", "--no-baseline", "--actions-in-place", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "bench_step.json").read_text())
+    assert result["meta"]["actions"] == "drawn into action_buffer"
+    assert "--actions-in-place" in (tmp_path / "bench_step.txt").read_text().splitlines()[0]
+    assert [row["games"] * row["agents"] for row in result["rows"]] == [16]
 
 
 def test_the_agents_per_game_table_names_the_search_and_a_peer_that_cannot_launch():
@@ -149,7 +161,8 @@ def test_host_parts_times_every_part_of_a_step_on_the_cpu(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     parts = json.loads(out.read_text())["parts"]
     assert list(parts) == ["draw (in place)", "step, fixed actions", "load actions",
-                           "launch (a graph replay on a GPU)", "rollout step (draw + step)"]  # fmt: skip
+                           "launch (a graph replay on a GPU)", "rollout step (draw + step)",
+                           "rollout step, drawn into action_buffer"]  # fmt: skip
     assert all(part["pace_us"] > 0 and part["host_us"] > 0 for part in parts.values())
     # Loading the actions is a small part of a step (the CPU kernel is most of it).
     assert parts["load actions"]["host_us"] < parts["step, fixed actions"]["host_us"]

@@ -130,6 +130,46 @@ def test_actions_by_slot_or_by_game_and_agent_are_the_same(device):
             assert torch.equal(x, y)
 
 
+def test_actions_written_into_the_action_buffer_step_as_the_same_actions_passed_in(device):
+    passed, in_place = make(device), make(device)
+    passed.reset(seed=3)
+    in_place.reset(seed=3)
+    buffer = in_place.unwrapped.action_buffer
+    assert buffer.shape == (GAMES * AGENTS, 2) and buffer.dtype == torch.int64 and buffer.device == in_place.device
+    rng = np.random.default_rng(3)
+    for step in range(2 * SMALL_TAG["episode_length"]):  # autoresets on the way
+        actions = torch.as_tensor(random_actions(passed, rng), device=passed.device)
+        a = passed.step(actions)
+        buffer.copy_(actions)
+        # The buffer itself, or its (games, agents, components) view: the same bytes, read where they are.
+        b = in_place.step(buffer if step % 2 else buffer.view(GAMES, AGENTS, 2))
+        for x, y in zip(a[:4], b[:4], strict=True):
+            assert torch.equal(x, y)
+
+
+def test_the_action_buffer_is_read_where_it_is_and_other_tensors_are_copied_into_it(monkeypatch):
+    envs = make("cpu")
+    envs.reset(seed=0)
+    copies = []
+    copy = envs.unwrapped._stream_ops.copy
+    monkeypatch.setattr(envs.unwrapped._stream_ops, "copy", lambda dst, src: copies.append(src) or copy(dst, src))
+    envs.unwrapped.action_buffer.fill_(1)
+    envs.step(envs.unwrapped.action_buffer)
+    assert copies == []
+    actions = torch.full((GAMES * AGENTS, 2), 2)
+    envs.step(actions)
+    assert len(copies) == 1 and torch.equal(envs.unwrapped.action_buffer, actions)
+
+
+def test_discrete_actions_have_a_one_dimensional_action_buffer():
+    envs = gym.make_vec("WarpCartPole-v1", num_envs=4, device="cpu")  # the one env with Discrete actions
+    envs.reset(seed=0)
+    buffer = envs.unwrapped.action_buffer
+    assert buffer.shape == (4,)
+    buffer.fill_(1)
+    envs.step(buffer)
+
+
 def test_a_tagged_runner_keeps_its_slot_until_its_game_ends(device):
     envs = make(device, games=1, num_taggers=1, num_runners=2, num_other_agents_observed=2, episode_length=4)
     # Runner 1 starts 0.2 from the tagger (tag radius 0.1 * 5 = 0.5); runner 2 is far away.
