@@ -775,9 +775,11 @@ def train(args: argparse.Namespace, procs: Processes) -> None:
             torch.cuda.set_sync_debug_mode("error")
 
         clock.mark("rollout")
+        # The policies write their actions straight into the env's own action tensor, which step then reads
+        # where it is (no copy a step); every agent's entry is written each step, by its role's policy.
+        actions = envs.action_buffer.view(games, agents, 2)
         for step in range(args.num_steps):
             obs = envs.per_game(next_obs)
-            actions = torch.empty((games, agents, 2), dtype=torch.int64, device=device)
             with torch.no_grad():
                 for learner in learners:
                     s = learner.storage
