@@ -73,12 +73,18 @@ def multiprocessor_limits(index: int) -> MultiprocessorLimits:
     and 16 blocks an SM, not 64 and 32); sm_90's under the CUDA simulator, which has no driver to ask."""
     if SIMULATOR:
         return SM_90_LIMITS
+    from numba.cuda.cudadrv.error import CudaDriverError  # noqa: PLC0415  (the real driver's; the simulator has none)
+
     device = cuda.gpus[index]
-    return MultiprocessorLimits(
-        registers=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
-        warps=int(device.MAX_THREADS_PER_MULTIPROCESSOR) // 32,
-        blocks=int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
-    )
+    try:
+        # Numba's Device reads CU_DEVICE_ATTRIBUTE_<name> from the driver on first access.
+        return MultiprocessorLimits(
+            registers=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
+            warps=int(device.MAX_THREADS_PER_MULTIPROCESSOR) // 32,
+            blocks=int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
+        )
+    except (AttributeError, CudaDriverError):  # a driver or binding without the attribute: sm_90's, as before
+        return SM_90_LIMITS
 
 
 def resident_blocks_per_multiprocessor(

@@ -24,7 +24,7 @@ from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
-from gpu_vecenv import GpuVectorEnv
+from gpu_vecenv import GpuVectorEnv, backends
 from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
@@ -367,3 +367,22 @@ def test_an_entry_phase_observation_steps_the_reference_game_in_any_agent_order(
     report = compare_with_reference(GpuVectorEnv(definition, num_games=3, device="cpu"), steps=40, seed=3)
     assert report.ok, "\n" + report.table()
     assert check_agent_order(definition, num_games=2, steps=5) == []
+
+
+class _Card:
+    """A stand-in for Numba's device, with the attributes an sm_89 card's driver reports."""
+
+    MAX_REGISTERS_PER_MULTIPROCESSOR = 65536
+    MAX_THREADS_PER_MULTIPROCESSOR = 1536
+    MAX_BLOCKS_PER_MULTIPROCESSOR = 16
+
+
+class _OldDriver:
+    """A device whose driver does not know the attributes."""
+
+
+def test_the_multiprocessor_limits_come_from_the_driver_or_are_sm_90s(monkeypatch):
+    monkeypatch.setattr(backends, "SIMULATOR", False)
+    monkeypatch.setattr(backends.cuda, "gpus", [_OldDriver(), _Card()])
+    assert backends.multiprocessor_limits(1) == MultiprocessorLimits(registers=65536, warps=48, blocks=16)
+    assert backends.multiprocessor_limits(0) == backends.SM_90_LIMITS
