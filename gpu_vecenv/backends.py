@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import importlib
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -55,12 +56,45 @@ def default_threads_per_block(num_agents: int) -> int:
     return min(256, round_up_to_warps(num_agents))
 
 
-def resident_blocks_per_multiprocessor(registers: int, threads: int) -> int:
-    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once (sm_90:
-    64 K registers allocated per warp in units of 256, at most 64 warps and 32 blocks)."""
+@dataclass(frozen=True)
+class MultiprocessorLimits:
+    """What one SM holds at once: 32-bit registers, warps and blocks; by default sm_90's (and sm_80's)."""
+
+    registers: int = 65536
+    warps: int = 64
+    blocks: int = 32
+
+
+SM_90_LIMITS = MultiprocessorLimits()
+
+
+def multiprocessor_limits(index: int) -> MultiprocessorLimits:
+    """The limits of CUDA device ``index`` as its driver reports them (an sm_86 or sm_89 card holds 48 warps
+    and 16 blocks an SM, not 64 and 32); sm_90's under the CUDA simulator, which has no driver to ask."""
+    if SIMULATOR:
+        return SM_90_LIMITS
+    from numba.cuda.cudadrv.error import CudaDriverError  # noqa: PLC0415  (the real driver's; the simulator has none)
+
+    device = cuda.gpus[index]
+    try:
+        # Numba's Device reads CU_DEVICE_ATTRIBUTE_<name> from the driver on first access.
+        return MultiprocessorLimits(
+            registers=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
+            warps=int(device.MAX_THREADS_PER_MULTIPROCESSOR) // 32,
+            blocks=int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
+        )
+    except (AttributeError, CudaDriverError):  # a driver or binding without the attribute: sm_90's, as before
+        return SM_90_LIMITS
+
+
+def resident_blocks_per_multiprocessor(
+    registers: int, threads: int, limits: MultiprocessorLimits = SM_90_LIMITS
+) -> int:
+    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once, registers
+    allocated a warp at a time in units of 256 (as on every card from sm_50 to sm_90)."""
     warps = round_up_to_warps(threads) // 32
-    register_warps = 65536 // (-(-registers * 32 // 256) * 256)
-    return min(register_warps // warps, 64 // warps, 32)
+    register_warps = limits.registers // (-(-registers * 32 // 256) * 256)
+    return min(register_warps // warps, limits.warps // warps, limits.blocks)
 
 
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:

@@ -24,8 +24,8 @@ from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
-from gpu_vecenv import GpuVectorEnv
-from gpu_vecenv.backends import resident_blocks_per_multiprocessor
+from gpu_vecenv import GpuVectorEnv, backends
+from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray
@@ -283,6 +283,25 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     assert cap(2000, use_full_observation=True) is None
 
 
+def test_the_cards_own_limits_decide_how_many_games_fit_uncapped():
+    # An sm_86/sm_89 card holds 48 warps and 16 blocks an SM, where sm_90 holds 64 and 32.
+    sm_89 = MultiprocessorLimits(registers=65536, warps=48, blocks=16)
+    assert resident_blocks_per_multiprocessor(80, 128, sm_89) == 6  # registers bind, as on sm_90
+    assert resident_blocks_per_multiprocessor(80, 32) == 25
+    assert resident_blocks_per_multiprocessor(80, 32, sm_89) == 16  # the blocks bind
+    assert resident_blocks_per_multiprocessor(16, 512, sm_89) == 3  # the warps bind (4 on sm_90)
+
+    def cap(num_games, limits):
+        definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", num_games=num_games, multiprocessors=132,
+                                    sm_limits=limits)  # fmt: skip
+        return definition.max_registers
+
+    # 2+5 agents: the scan kernel in blocks of 32 threads.
+    assert cap(25 * 132, MultiprocessorLimits()) is None
+    assert cap(16 * 132, sm_89) is None
+    assert cap(16 * 132 + 1, sm_89) == K_NEAREST_MAX_REGISTERS
+
+
 @pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300), "AUTO", "None", b"auto"])
 def test_a_bad_register_cap_is_refused(cap):
     with pytest.raises(ValueError, match=r"WarpTag: max_registers must be 'auto', None or an integer in \[16, 255\]"):
@@ -348,3 +367,22 @@ def test_an_entry_phase_observation_steps_the_reference_game_in_any_agent_order(
     report = compare_with_reference(GpuVectorEnv(definition, num_games=3, device="cpu"), steps=40, seed=3)
     assert report.ok, "\n" + report.table()
     assert check_agent_order(definition, num_games=2, steps=5) == []
+
+
+class _Card:
+    """A stand-in for Numba's device, with the attributes an sm_89 card's driver reports."""
+
+    MAX_REGISTERS_PER_MULTIPROCESSOR = 65536
+    MAX_THREADS_PER_MULTIPROCESSOR = 1536
+    MAX_BLOCKS_PER_MULTIPROCESSOR = 16
+
+
+class _OldDriver:
+    """A device whose driver does not know the attributes."""
+
+
+def test_the_multiprocessor_limits_come_from_the_driver_or_are_sm_90s(monkeypatch):
+    monkeypatch.setattr(backends, "SIMULATOR", False)
+    monkeypatch.setattr(backends.cuda, "gpus", [_OldDriver(), _Card()])
+    assert backends.multiprocessor_limits(1) == MultiprocessorLimits(registers=65536, warps=48, blocks=16)
+    assert backends.multiprocessor_limits(0) == backends.SM_90_LIMITS

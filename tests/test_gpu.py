@@ -13,7 +13,7 @@ import torch
 from conftest import SMALL_TAG
 
 import gpu_vecenv  # noqa: F401
-from gpu_vecenv.backends import _OutputLaunch
+from gpu_vecenv.backends import MultiprocessorLimits, _OutputLaunch, multiprocessor_limits
 from gpu_vecenv.oracle import compare_with_reference
 
 pytestmark = pytest.mark.gpu
@@ -233,3 +233,14 @@ def test_the_slot_copy_writes_the_slot_the_ring_names_and_its_last_block_advance
     slot_copy.launch(stream)
     torch.cuda.synchronize()
     assert int(ring[0]) == 4 and slots[3].eq(-1).all()
+
+
+@pytest.mark.gpu
+def test_the_multiprocessor_limits_are_the_cards_own():
+    limits = multiprocessor_limits(0)
+    properties = torch.cuda.get_device_properties(0)
+    assert limits.warps == properties.max_threads_per_multi_processor // 32
+    assert limits.registers == getattr(properties, "regs_per_multiprocessor", limits.registers)
+    assert 16 <= limits.blocks <= 32
+    if properties.major == 9:
+        assert limits == MultiprocessorLimits()

@@ -15,7 +15,14 @@ from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.reference import TagReference
 from envs.tag_continuous.render import draw_games
 from gpu_vecenv.arguments import is_integer
-from gpu_vecenv.backends import default_threads_per_block, resident_blocks_per_multiprocessor, round_up_to_warps
+from gpu_vecenv.backends import (
+    SM_90_LIMITS,
+    MultiprocessorLimits,
+    default_threads_per_block,
+    multiprocessor_limits,
+    resident_blocks_per_multiprocessor,
+    round_up_to_warps,
+)
 from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
@@ -99,7 +106,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                    max_registers: int | str | None = "auto",
                    game_work: str | None = None, num_games: int | None = None,
                    multiprocessors: int | None = None,
-                   threads_per_block: int | None = None) -> EnvDefinition:  # fmt: skip
+                   threads_per_block: int | None = None,
+                   sm_limits: MultiprocessorLimits = SM_90_LIMITS) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -115,8 +123,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     the K-nearest one ``K_NEAREST_MAX_REGISTERS``, unless ``num_games`` and
     ``multiprocessors`` (the device's SMs) say that every game fits on the
     card at once uncapped (in blocks of ``threads_per_block`` threads, the
-    block the env will launch; ``None``: the default block), where the cap
-    would only add spills.
+    block the env will launch; ``None``: the default block; each SM holding
+    what ``sm_limits`` allow), where the cap would only add spills.
     ``game_work``: how the work done once per game runs (the index's sort by
     cell, the count of runners left). ``"serial"``: one thread of the game
     walks every agent. ``"staged"``: the game's agents share it in
@@ -153,7 +161,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
         # A bad block is refused by the backend; until then it leaves the default's choice.
         block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
-        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block):
+        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block, sm_limits):
             max_registers = None
     state = [
         StateArray("x", "float32"),
@@ -365,6 +373,7 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     # definition is made.
     device = env_kwargs["device"] = resolve_device(env_kwargs.get("device"))
     multiprocessors = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else None
+    sm_limits = multiprocessor_limits(device.index or 0) if device.type == "cuda" else SM_90_LIMITS
     definition = tag_definition(
         config,
         spatial_index,
@@ -374,5 +383,6 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         num_games=num_envs,
         multiprocessors=multiprocessors,
         threads_per_block=env_kwargs.get("threads_per_block"),
+        sm_limits=sm_limits,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
