@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -23,7 +24,7 @@ from gpu_vecenv.backends import (
     resident_blocks_per_multiprocessor,
     round_up_to_warps,
 )
-from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
+from gpu_vecenv.definition import MAX_BLOCK_LOCAL_BYTES, EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
 RESET_OPTIONS = ("initial_positions", "initial_directions")
@@ -79,6 +80,31 @@ def full_observation_threads(num_agents: int, calls_per_agent: int) -> int | Non
     return min(FULL_OBSERVATION_MAX_THREADS, round_up_to_warps(threads))
 
 
+# Per-step scratch of the K-nearest search and of the count of runners left, which every launch writes before
+# it reads: kept in each block's shared memory (StateArray.block_local) in this order while they fit in the
+# budget. First the planes of the staged sorts and sums, each stage a read of what other agents wrote the stage
+# before (a round trip to L2 in the buffers); then what the search reads of every candidate; the lists last.
+BLOCK_LOCAL_ORDER = ("alive_count", "sort_key", "runners_left", "row_x", "row_y", "alive_list", "cell_start",
+                     "cell_agents", "cell_of", "list_row", "nbr_id")  # fmt: skip
+# Shared memory a game's block may take for them by default: 24 KiB leaves room on an SM (228 KiB) for the
+# 5 blocks of 256 threads of the capped 1000-agent kernel, and for its L1 cache, which holds the spills.
+BLOCK_SCRATCH_BYTES = 24 * 1024
+
+
+def block_local_state(state: list[StateArray], num_agents: int, budget: int) -> list[StateArray]:
+    """``state`` with the arrays of ``BLOCK_LOCAL_ORDER`` marked block-local, in that order, each that fits in
+    what ``budget`` (bytes a game) leaves."""
+    chosen: set[str] = set()
+    left = budget
+    by_name = {arr.name: arr for arr in state}
+    for name in BLOCK_LOCAL_ORDER:
+        arr = by_name.get(name)
+        if arr is not None and arr.length * num_agents * arr.itemsize <= left:
+            chosen.add(name)
+            left -= arr.length * num_agents * arr.itemsize
+    return [replace(arr, block_local=True) if arr.name in chosen else arr for arr in state]
+
+
 def index_cells_per_side(num_agents: int, k: int) -> int:
     """Cells per side of the spatial index: about ``max(2, K / 2)`` agents per cell when spread evenly.
 
@@ -107,7 +133,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                    game_work: str | None = None, num_games: int | None = None,
                    multiprocessors: int | None = None,
                    threads_per_block: int | None = None,
-                   sm_limits: MultiprocessorLimits = SM_90_LIMITS) -> EnvDefinition:  # fmt: skip
+                   sm_limits: MultiprocessorLimits = SM_90_LIMITS,
+                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -132,7 +159,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ``stages``): a merge sort of cell keys and a tree sum, more work in all
     but a dependent chain of ``log2`` rather than ``num_agents`` steps.
     ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
-    CPU). The results are the same either way.
+    CPU). The results are the same either way. ``block_scratch_bytes``: the
+    shared memory a game's CUDA block may take for the step's scratch arrays
+    (``BLOCK_LOCAL_ORDER``), 0 to keep them all in the buffers; the results
+    are the same either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -147,6 +177,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     elif max_registers is not None and not is_integer(max_registers, 16, 255):
         raise ValueError(
             f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
+        )
+    if not is_integer(block_scratch_bytes, 0, MAX_BLOCK_LOCAL_BYTES):
+        raise ValueError(
+            f"WarpTag: block_scratch_bytes must be an integer in [0, {MAX_BLOCK_LOCAL_BYTES}], "
+            f"got {block_scratch_bytes!r}"
         )
     if game_work is None:
         game_work = DEFAULT_GAME_WORK[backend]
@@ -282,7 +317,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         num_agents=n,
         action_nvec=(config.num_acceleration_levels + 1, config.num_turn_levels + 1),
         obs_dim=config.obs_dim,
-        state=tuple(state),
+        state=tuple(block_local_state(state, n, int(block_scratch_bytes))),
         constants=constants,
         update_phases=(Phase(sim.move),),
         observe_phases=observe,
@@ -359,15 +394,17 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
 
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``
-    and ``game_work`` (see :func:`tag_definition`).
+    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``,
+    ``game_work`` and ``block_scratch_bytes`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
     game_work = kwargs.pop("game_work", None)
+    block_scratch_bytes = kwargs.pop("block_scratch_bytes", BLOCK_SCRATCH_BYTES)
     config = TagConfig.from_kwargs(
-        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work"}, **kwargs
+        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes"},
+        **kwargs,
     )
     # The device decides the default search and register cap, so it is resolved (or refused) before the
     # definition is made.
@@ -384,5 +421,6 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         multiprocessors=multiprocessors,
         threads_per_block=env_kwargs.get("threads_per_block"),
         sm_limits=sm_limits,
+        block_scratch_bytes=block_scratch_bytes,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
