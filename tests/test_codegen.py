@@ -296,10 +296,12 @@ def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_def
 
 
 def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped():
-    def cap(num_games, multiprocessors=132, max_registers="auto", threads_per_block=None, **params):
+    def cap(num_games, multiprocessors=132, max_registers="auto", threads_per_block=None,
+            block_scratch_bytes=BLOCK_SCRATCH_BYTES, **params):  # fmt: skip
         config = TagConfig(**{**SMALL_TAG, **params})
         definition = tag_definition(config, backend="cuda", max_registers=max_registers, num_games=num_games,
-                                    multiprocessors=multiprocessors, threads_per_block=threads_per_block)  # fmt: skip
+                                    multiprocessors=multiprocessors, threads_per_block=threads_per_block,
+                                    block_scratch_bytes=block_scratch_bytes)  # fmt: skip
         return definition.max_registers
 
     # sm_90: 76 registers and 128 threads (the scan at 10+100) hold 6 blocks an SM, 116 and 256 (the index at
@@ -307,21 +309,25 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     assert [resident_blocks_per_multiprocessor(r, t) for r, t in [(76, 128), (116, 256), (48, 128), (48, 256)]] == [
         6, 2, 10, 5]  # fmt: skip
     assert resident_blocks_per_multiprocessor(16, 32) == 32
+    # The scan's scratch in shared memory (the default): 66 registers, 7 blocks of 128 threads an SM.
     scan = {"num_taggers": 10, "num_runners": 100, "num_other_agents_observed": 10}
     assert cap(100, **scan) is None
-    assert cap(6 * 132, **scan) is None
-    assert cap(6 * 132 + 1, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(7 * 132, **scan) is None
+    assert cap(7 * 132 + 1, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(2000, **scan) == K_NEAREST_MAX_REGISTERS
-    assert cap(6 * 66, multiprocessors=66, **scan) is None
-    assert cap(6 * 66 + 1, multiprocessors=66, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(7 * 66, multiprocessors=66, **scan) is None
+    assert cap(7 * 66 + 1, multiprocessors=66, **scan) == K_NEAREST_MAX_REGISTERS
+    # In the buffers: 80 registers, 6 blocks.
+    assert cap(6 * 132, block_scratch_bytes=0, **scan) is None
+    assert cap(6 * 132 + 1, block_scratch_bytes=0, **scan) == K_NEAREST_MAX_REGISTERS
     index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
     assert cap(264, **index) is None
     assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
-    # The block the env launches counts: 76 registers and 512 threads hold 1 block an SM, 64 threads 12.
-    assert cap(6 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
+    # The block the env launches counts: 66 registers and 512 threads hold 1 block an SM, 64 threads 14.
+    assert cap(7 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(132, threads_per_block=512, **scan) is None
-    assert cap(12 * 132, threads_per_block=64, **scan) is None
-    assert cap(6 * 132, threads_per_block=0, **scan) is None  # the backend refuses the block; the default's choice
+    assert cap(14 * 132, threads_per_block=64, **scan) is None
+    assert cap(7 * 132, threads_per_block=0, **scan) is None  # the backend refuses the block; the default's choice
     # Asked for, a cap stays; unknown games or SMs (or a bad number, which the vector env refuses) keep it.
     assert cap(100, max_registers=40, **scan) == 40
     assert cap(None, **scan) == K_NEAREST_MAX_REGISTERS

@@ -37,11 +37,12 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
 # The register cap of the K-nearest kernels when none is asked for (max_registers="auto"). Uncapped, the
-# scan takes 80 registers a thread (6 blocks of 128 threads an SM) and the spatial index 115 (2 blocks of
-# 256); capped at 48 they spill 44 B and 820 B to local memory yet hold 10 and 5 blocks, and on an H200
-# the kernel went from 137 to 126 us at 10+100 agents x 2000 games and from 3395 to 2219 us at
-# 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/). The full observation is left uncapped: it
-# waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
+# scan took 80 registers a thread (6 blocks of 128 threads an SM) and the spatial index 115 (2 blocks of
+# 256); capped at 48 they spilled 44 B (none since v43 keeps their scratch in shared memory) and 820 B to
+# local memory yet held 10 and 5 blocks, and on an H200 the kernel went from 137 to 126 us at 10+100
+# agents x 2000 games and from 3395 to 2219 us at 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/).
+# The full observation is left uncapped: it waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17%
+# slower.
 K_NEAREST_MAX_REGISTERS = 48
 
 # The cap pays only when the card cannot hold every game at once uncapped: then it buys more games an SM
@@ -49,10 +50,12 @@ K_NEAREST_MAX_REGISTERS = 48
 # benchmarks/results/h100_2026-12-05f/cap/) the index kernel at 524 games of 1000 agents took 425 us
 # capped and 510 uncapped, at 262 games of 2000 agents 449 and 417, at 128 of 4096 569 and 537; the scan
 # at 100, 264 and 528 games of 110 agents 35.2 / 39.8 / 53.0 capped, 33.9 / 37.8 / 49.5 uncapped (at 2000
-# games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90):
-# the scan 80, the index 115 (76 and 116 before v40's insertion, the same blocks an SM); resident games
-# follow from them (resident_blocks_per_multiprocessor).
-K_NEAREST_UNCAPPED_REGISTERS = {"scan": 80, "index": 115}
+# games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90,
+# 10+100 and 100+900 agents), keyed by the search and by whether the step's scratch is in shared memory
+# (block_scratch_bytes > 0, v43): the scan 66 (80 in the buffers: 7 blocks of 128 threads an SM against 6),
+# the index 104 (112; 2 blocks of 256 either way); resident games follow from them
+# (resident_blocks_per_multiprocessor).
+K_NEAREST_UNCAPPED_REGISTERS = {("scan", True): 66, ("scan", False): 80, ("index", True): 104, ("index", False): 112}
 
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
@@ -193,7 +196,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
     if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
-        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
+        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan", block_scratch_bytes > 0]
         # A bad block is refused by the backend; until then it leaves the default's choice.
         block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
         if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block, sm_limits):
