@@ -162,6 +162,7 @@ class Case:
     max_registers: int | str | None = "auto"  # WarpTag-v0's register cap ("auto": its default; None: the compiler's)
     game_work: str | None = None  # WarpTag-v0's per-game work, "serial" or "staged" (None: its default)
     direct_write_bytes: int | None = None  # the env's option (None: the device's default)
+    block_scratch_bytes: int | None = None  # WarpTag-v0's shared memory for the step's scratch (None: its default)
 
     @property
     def agents(self) -> int:
@@ -341,13 +342,19 @@ def _allocated(device: torch.device) -> int:
     return torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
 
 
+def _block_scratch(case: Case) -> dict[str, int]:
+    """The ``block_scratch_bytes`` keyword of ``case``'s env, where it names one (else WarpTag-v0's default)."""
+    return {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
+
+
 def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     """Make and reset the env of ``case``; returns it and the set-up seconds (construction + first reset)."""
     synchronize(device)
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
                         spatial_index=case.spatial_index, max_registers=case.max_registers, game_work=case.game_work,
-                        direct_write_bytes=case.direct_write_bytes, **asdict(case.tag_config()))  # fmt: skip
+                        direct_write_bytes=case.direct_write_bytes, **_block_scratch(case),
+                        **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
     del obs
@@ -408,6 +415,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing, actions_in_pl
         "game_work": "staged" if any(phase.stages for phase in env.definition.all_phases) else "serial",
         # The cap the definition asks for ("auto" resolved); only the CUDA backend compiles under it.
         "max_registers": env.definition.max_registers,
+        "block_local_bytes": env.definition.block_local_bytes,
         "obs_dim": int(env.single_observation_space.shape[0]),
         "threads_per_block": getattr(env._backend, "block", None),
         "cuda_graphs": getattr(env._backend, "cuda_graphs", None),
@@ -427,14 +435,14 @@ def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
             "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
             "max_registers": case.max_registers, "game_work": case.game_work,
-            "direct_write_bytes": case.direct_write_bytes}  # fmt: skip
+            "direct_write_bytes": case.direct_write_bytes, "block_scratch_bytes": case.block_scratch_bytes}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     """Set up ``case`` in a fresh process whose kernel cache is ``cache``: its set-up seconds (or the error)."""
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
                        "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers,
-                       "game_work": case.game_work})  # fmt: skip
+                       "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -794,6 +802,13 @@ def main() -> None:
         " kernel into the fresh tensors (0: always); default: the device's default",
     )
     parser.add_argument(
+        "--block-scratch-bytes",
+        type=int,
+        metavar="N",
+        help="WarpTag-v0's block_scratch_bytes in every case: the shared memory a game's CUDA block may take for"
+        " the step's scratch arrays (0: none, all in the state buffers); default: its default",
+    )
+    parser.add_argument(
         "--actions-in-place",
         action="store_true",
         help="draw WarpTag-v0's actions into its action_buffer, which step reads where they are (as WarpDrive's"
@@ -830,6 +845,8 @@ def main() -> None:
         cases = [replace(case, max_registers=args.max_registers) for case in cases]
     if args.game_work:
         cases = [replace(case, game_work=args.game_work) for case in cases]
+    if args.block_scratch_bytes is not None:
+        cases = [replace(case, block_scratch_bytes=args.block_scratch_bytes) for case in cases]
     if args.direct_write_bytes is not None:
         if args.direct_write_bytes < 0:
             parser.error(f"--direct-write-bytes must be >= 0, got {args.direct_write_bytes}")

@@ -8,7 +8,8 @@ several episodes, resets included; then the CPU backend is run with each
 agent, entry and slot phase's agents (and each agent's slots) in reverse
 order, which must not change anything, and with its outputs filled with
 zeros, then with ones in every bit, before every launch, which must not
-change anything either (every launch writes every output). The table gives, per output (obs, rewards,
+change anything either (every launch writes every output), and the same with
+its block-local arrays (every launch writes them before reading them). The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -95,10 +97,20 @@ def check_agent_order(definition: EnvDefinition, num_games: int = 4, steps: int 
     return [definition.all_phases[i].name for i in ordered_phases if differs(1 << i)]
 
 
-def _poisoned_run(definition: EnvDefinition, fill: int, mode: str, num_games: int, steps: int,
-                  seed: int) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
-    """Every output a reset or step call returns, by name, with the env's output buffer set to bytes ``fill``
-    before each launch (``copy=False``: the calls return views of that buffer)."""
+def _fill_outputs(env: GpuVectorEnv, fill: int) -> None:
+    env._arena.buffer.fill_(fill)
+
+
+def _fill_block_local(env: GpuVectorEnv, fill: int) -> None:
+    for arr in env.definition.state:
+        if arr.block_local:
+            env.state[arr.name].view(torch.uint8).fill_(fill)
+
+
+def _poisoned_run(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], fill: int, mode: str,
+                  num_games: int, steps: int, seed: int) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
+    """Every output a reset or step call returns, by name, with ``poison(env, fill)`` setting some of the env's
+    memory to bytes ``fill`` before each launch (``copy=False``: the calls return views of the output buffer)."""
     episode = max(2, steps // 3)  # truncations: each mode's end-of-game and autoreset paths run too
     env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=False,
                        autoreset_mode=mode, max_episode_steps=episode)  # fmt: skip
@@ -109,17 +121,17 @@ def _poisoned_run(definition: EnvDefinition, fill: int, mode: str, num_games: in
     def keep(names: tuple[str, ...], values: tuple[Any, ...]) -> None:
         seen.extend((name, value.clone()) for name, value in zip(names, values, strict=True))
 
-    env._arena.buffer.fill_(fill)
+    poison(env, fill)
     obs, infos = env.reset(seed=seed)
     keep(("obs", "active"), (obs, infos["active"]))
     for t in range(steps):
         if t == steps // 2:
             # Games outside a reset's mask go through the reset launch without being reset.
-            env._arena.buffer.fill_(fill)
+            poison(env, fill)
             obs, infos = env.reset(options={"reset_mask": np.arange(num_games) % 2 == 0})
             keep(("obs", "active"), (obs, infos["active"]))
         actions = rng.integers(0, nvec, size=(num_games, definition.num_agents, len(nvec)))
-        env._arena.buffer.fill_(fill)
+        poison(env, fill)
         obs, rewards, term, trunc, infos = env.step(actions[..., 0] if definition.discrete_actions else actions)
         keep(("obs", "rewards", "terminated", "truncated", "active"), (obs, rewards, term, trunc, infos["active"]))
         if "final_obs" in infos:
@@ -140,15 +152,36 @@ def check_outputs_written(definition: EnvDefinition, num_games: int = 4, steps: 
     before every launch. Any returned entry that differs between the two
     runs was not written.
     """
-    unwritten: list[str] = []
+    return _outputs_that_differ(definition, _fill_outputs, num_games, steps, seed)
+
+
+def check_block_local_rewritten(definition: EnvDefinition, num_games: int = 4, steps: int = 30,
+                                seed: int = 0) -> list[str]:  # fmt: skip
+    """Names of the outputs that depend on what the block-local arrays held before a launch (empty: none do).
+
+    A block-local array (:class:`~gpu_vecenv.definition.StateArray`) lives in a
+    CUDA block's shared memory, which starts every launch undefined, so each
+    launch must write every entry of it before any phase reads that entry. As
+    :func:`check_outputs_written`, on the CPU backend in each autoreset mode:
+    the block-local arrays filled with zero bytes, then with ``0xFF`` bytes,
+    before every launch; any returned output that differs between the two
+    runs read one of them before writing it.
+    """
+    return _outputs_that_differ(definition, _fill_block_local, num_games, steps, seed)
+
+
+def _outputs_that_differ(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], num_games: int,
+                         steps: int, seed: int) -> list[str]:  # fmt: skip
+    """Names of the outputs that differ between runs poisoned with zero bytes and with ``0xFF`` bytes."""
+    differing: list[str] = []
     for mode in ("NextStep", "SameStep", "Disabled"):
-        zeros = _poisoned_run(definition, 0x00, mode, num_games, steps, seed)
-        ones = _poisoned_run(definition, 0xFF, mode, num_games, steps, seed)
+        zeros = _poisoned_run(definition, poison, 0x00, mode, num_games, steps, seed)
+        ones = _poisoned_run(definition, poison, 0xFF, mode, num_games, steps, seed)
         for (name, a), (_, b) in zip(zeros, ones, strict=True):
             # Compared as bytes: a written NaN equals itself, and a bool byte of 255 is not True.
-            if name not in unwritten and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
-                unwritten.append(name)
-    return unwritten
+            if name not in differing and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
+                differing.append(name)
+    return differing
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -234,6 +267,16 @@ def main(argv: list[str] | None = None) -> int:
                 "of every agent, in or out of the game), since with copy=True outputs are written straight into "
                 "fresh, uninitialized memory (on a GPU always).",
             )
+            if any(arr.block_local for arr in definition.state):
+                stale = check_block_local_rewritten(definition, num_games=min(args.num_envs, 4))
+                ok &= _verdict(
+                    "block-local",
+                    "every launch writes its block-local arrays before reading them",
+                    stale
+                    and f"env {args.env_id!r}: {stale} depend on what its block-local arrays held before a launch: "
+                    "a phase reads an entry that no phase of that launch wrote first. On a GPU such an array is "
+                    "the block's shared memory, undefined at every launch: write it first, or drop block_local.",
+                )
     except (ValueError, TypeError, gym.error.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -273,6 +273,8 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
     if ring_outputs:
         w.line("from gpu_vecenv.device_arrays import array_at")
         w.line("from gpu_vecenv.slot_copy import slot_address")
+    if target == "cuda" and any(arr.block_local for arr in definition.state):
+        w.line("from gpu_vecenv.device_arrays import with_game_axis")
     if target == "cuda":
         for text in params.module_lines():
             w.line(text)
@@ -284,7 +286,7 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
-        for text in params.source_lines(literal=target == "cuda"):
+        for text in params.source_lines(literal=target == "cuda", shared_memory=target == "cuda"):
             w.line(text)
         if ring_games is not None:
             _ring_outputs(w, definition, ring_games)

@@ -105,9 +105,14 @@ KERNEL_NAMES = frozenset(
     | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
     | {"tid", "nthreads", "i", "slot", "stage", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s", "_st"}
     | {"pending", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
+    | {"with_game_axis"}
 )
-_KERNEL_NAME_PATTERN = re.compile(r"nvec\d+|_phase\d+")
+# ... and _local_NAME, the shared array of a block-local state array NAME.
+_KERNEL_NAME_PATTERN = re.compile(r"nvec\d+|_phase\d+|_local_\w+")
 _DTYPES = ("float32", "float64", "int32", "int64")
+# The static shared memory a CUDA block may declare (48 KiB on every card since sm_20; more takes a
+# dynamic allocation and an opt-in per kernel).
+MAX_BLOCK_LOCAL_BYTES = 48 * 1024
 # A staged phase's stage count: log2 of any agent count a game can hold is far below it.
 MAX_STAGES = 64
 _ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {"agent": _DTYPES, "game": _DTYPES}
@@ -117,7 +122,7 @@ def _refuse_kernel_name(where: str, what: str, name: str) -> None:
     if name in KERNEL_NAMES or _KERNEL_NAME_PATTERN.fullmatch(name):
         raise ValueError(
             f"{where}: {what} {name!r} has a name the generated kernel uses for itself; rename it "
-            "(reserved: gpu_vecenv.definition.KERNEL_NAMES, nvec0, nvec1, ... and _phase0, _phase1, ...)"
+            "(reserved: gpu_vecenv.definition.KERNEL_NAMES, nvec0, nvec1, ..., _phase0, _phase1, ... and _local_*)"
         )
 
 
@@ -133,6 +138,19 @@ class StateArray:
             axis of this length.
         vector: give the array its leading axis even at length 1 (the
             framework's ``action[k, g, a]`` is always indexed so).
+        block_local: the promise that the array is scratch of one launch
+            (every launch writes each entry before any phase reads it, and
+            only phases read it: a list built for a search, the planes of a
+            sort or a sum), so that a CUDA kernel may keep it in the block's
+            shared memory, on the SM, rather than in the packed buffers, whose
+            stores go through to L2: a phase that reads what other agents
+            wrote in the phase before then waits on the SM's memory, not on
+            a round trip to L2. Agent arrays only; at most
+            ``MAX_BLOCK_LOCAL_BYTES`` of them a game. The CPU backend keeps
+            them in the buffers, and on a GPU the env's views of them
+            (``GpuVectorEnv.state``) are not written.
+            :func:`gpu_vecenv.check.check_block_local_rewritten` tests the
+            promise.
     """
 
     name: str
@@ -140,6 +158,12 @@ class StateArray:
     per: Scope = "agent"
     length: int = 1
     vector: bool = False
+    block_local: bool = False
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one value."""
+        return int(self.dtype[-2:]) // 8
 
 
 @dataclass(frozen=True)
@@ -311,6 +335,11 @@ class EnvDefinition:
     def all_phases(self) -> tuple[Phase, ...]:
         return self.update_phases + self.observe_phases + self.reward_phases + self.reset_phases
 
+    @property
+    def block_local_bytes(self) -> int:
+        """Bytes a game's block-local arrays take: the shared memory of each block of a CUDA kernel."""
+        return sum(arr.length * self.num_agents * arr.itemsize for arr in self.state if arr.block_local)
+
     def validate(self) -> None:
         """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""
         where = f"env {self.name!r}"
@@ -359,6 +388,14 @@ class EnvDefinition:
                 )
             if arr.length < 1:
                 raise ValueError(f"{where}: state array {arr.name!r} has length {arr.length}; expected >= 1")
+            if arr.block_local and arr.per != "agent":
+                raise ValueError(f"{where}: state array {arr.name!r} is block_local; only agent arrays may be")
+        if self.block_local_bytes > MAX_BLOCK_LOCAL_BYTES:
+            names = [arr.name for arr in self.state if arr.block_local]
+            raise ValueError(
+                f"{where}: the block-local arrays {names} take {self.block_local_bytes} bytes a game; expected at "
+                f"most {MAX_BLOCK_LOCAL_BYTES} (a CUDA block's static shared memory): keep some in the buffers"
+            )
         for cname in self.constants:
             if cname in seen or cname in FRAMEWORK_NAMES:
                 raise ValueError(f"{where}: constant {cname!r} clashes with a state array or framework name")

@@ -27,12 +27,14 @@ _TORCH_DTYPE = {f"{scope}_{_SHORT[dtype]}": t for scope in ("agent", "game") for
 
 @dataclass(frozen=True)
 class Slot:
-    """Where one named array lives: its buffer, first row and length; ``vector``: it keeps its leading axis."""
+    """Where one named array lives: its buffer, first row and length; ``vector``: it keeps its leading axis;
+    ``block_local``: a CUDA kernel keeps it in the block's shared memory instead (see :class:`StateArray`)."""
 
     buffer: str
     row: int
     length: int
     vector: bool
+    block_local: bool = False
 
 
 def framework_arrays(definition: EnvDefinition) -> tuple[StateArray, ...]:
@@ -55,7 +57,8 @@ class StateLayout:
         self.rows = dict.fromkeys(BUFFERS, 0)
         for arr in framework_arrays(definition) + tuple(definition.state):
             buffer = _BUFFER_OF[(arr.per, arr.dtype)]
-            self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length, arr.vector or arr.length > 1)
+            self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length, arr.vector or arr.length > 1,
+                                        arr.block_local)  # fmt: skip
             self.rows[buffer] += arr.length
 
     def allocate(self, num_games: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -183,7 +186,7 @@ class ParamLayout:
         """The read of the loop bound ``key`` of :attr:`sizes` from ``params_i64``, for a kernel's source."""
         return f"params_i64[{self.index['size:' + key]}]"
 
-    def source_lines(self, literal: bool = False) -> list[str]:
+    def source_lines(self, literal: bool = False, shared_memory: bool = False) -> list[str]:
         """Kernel statements that bind every state array and constant to its name.
 
         ``literal=False``: rows, sizes and constants are read from the two
@@ -192,14 +195,19 @@ class ParamLayout:
         constants as module-level arrays, see :meth:`module_lines`), so the
         compiler folds them; only the per-instance framework integers
         (autoreset mode, ``max_episode_steps``, ``agent_order``) are still read
-        at run time. One compiled kernel per configuration.
+        at run time. One compiled kernel per configuration. ``shared_memory``
+        (with ``literal=True``, a CUDA kernel's): the block-local arrays are
+        the block's shared arrays, given a game axis of stride 0
+        (:func:`gpu_vecenv.device_arrays.with_game_axis`), not rows of the buffers.
         """
         if not literal:
             return self._runtime_source_lines()
         values = self._values(autoreset_mode=0, max_episode_steps=0)
         lines = []
         for name, slot in self.state.slots.items():
-            if slot.vector:
+            if slot.block_local and shared_memory:
+                lines += self._shared_lines(name, slot)
+            elif slot.vector:
                 lines.append(f"{name} = {slot.buffer}[{slot.row} : {slot.row + slot.length}]")
             else:
                 lines.append(f"{name} = {slot.buffer}[{slot.row}]")
@@ -215,6 +223,16 @@ class ParamLayout:
         for name in self._arrays:
             lines.append(f"{name} = _{name}")
         return lines
+
+    def _shared_lines(self, name: str, slot: Slot) -> list[str]:
+        """The block's shared array of agent array ``name`` (on a line of its own, which the CUDA simulator
+        needs to tell shared arrays apart) and its view indexed as the buffers' rows are, ``[g, a]`` or
+        ``[k, g, a]``, every ``g`` the block's one game."""
+        shape = ([slot.length] if slot.vector else []) + [self.definition.num_agents]
+        numba_dtype = str(_TORCH_DTYPE[slot.buffer]).removeprefix("torch.")
+        # game_i64 holds the framework's game arrays, so that every kernel has it.
+        view = f"with_game_axis(_local_{name}, game_i64.shape[1], {len(shape) - 1})"
+        return [f"_local_{name} = cuda.shared.array({tuple(shape)!r}, numba.{numba_dtype})", f"{name} = {view}"]
 
     def module_lines(self) -> list[str]:
         """Module-level statements defining the array constants, for :meth:`source_lines` with ``literal=True``.

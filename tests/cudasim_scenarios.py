@@ -99,6 +99,13 @@ SCENARIOS = {
         None,
     ),  # fmt: skip
     "staged_all_tagged_early": ({"game_work": "staged", "tagging_distance": 1.0}, 4, None),
+    # The step's scratch in the buffers rather than in each block's shared memory; and split between the two.
+    "no_block_local": ({"game_work": "staged", "block_scratch_bytes": 0}, 4, None),
+    "some_block_local": (
+        {"spatial_index": True, "game_work": "staged", "num_runners": 14, "block_scratch_bytes": 200},
+        4,
+        None,
+    ),
     "spatial_index_ties": ({"spatial_index": True, "num_runners": 14, "tagging_distance": 0.0}, 2, _stacked_options()),
     # The full observation by an entry phase (tests/entry_phases.py): one call per entry, then runs of 4.
     "entry_phase": ({"use_full_observation": True, ENTRY_BLOCK: None}, 3, None),

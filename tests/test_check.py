@@ -13,7 +13,7 @@ from faulty_phases import observe_listed_in_game_only
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
-from gpu_vecenv.check import check, check_outputs_written, main
+from gpu_vecenv.check import check, check_block_local_rewritten, check_outputs_written, main
 from gpu_vecenv.definition import Phase
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
@@ -85,3 +85,15 @@ def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_c
     faulty = Phase(observe_listed_in_game_only, "slot", slots=config.num_observed)
     broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
     assert check_outputs_written(broken, num_games=2, steps=12) == ["obs"]
+
+
+def test_a_block_local_array_read_before_a_launch_writes_it_is_named_by_the_block_local_check():
+    config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=0.3))
+    for spatial_index in (False, True):
+        definition = tag_definition(config, spatial_index=spatial_index, backend="cpu", game_work="staged")
+        assert any(arr.block_local for arr in definition.state)
+        assert check_block_local_rewritten(definition, num_games=2, steps=12) == []
+    # The positions are the game's state, carried from step to step: a block's shared memory would lose them.
+    state = tuple(dataclasses.replace(arr, block_local=arr.block_local or arr.name == "x") for arr in definition.state)
+    broken = dataclasses.replace(definition, state=state)
+    assert {"obs", "rewards", "active"} <= set(check_block_local_rewritten(broken, num_games=2, steps=12))

@@ -23,12 +23,12 @@ from entry_phases import entry_tag_definition
 from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
-from envs.tag_continuous.env import K_NEAREST_MAX_REGISTERS, tag_definition
+from envs.tag_continuous.env import BLOCK_SCRATCH_BYTES, K_NEAREST_MAX_REGISTERS, tag_definition
 from gpu_vecenv import GpuVectorEnv, backends
 from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
-from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, Phase, StateArray
+from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, MAX_BLOCK_LOCAL_BYTES, Phase, StateArray
 from gpu_vecenv.oracle import compare_with_reference
 
 
@@ -105,7 +105,8 @@ def test_the_kernel_binds_only_the_envs_names_and_its_reserved_ones(params, targ
     bound = {node.id for node in ast.walk(run) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
     declared = {s.name for s in definition.state} | set(definition.constants) | {s.name for s in definition.scratch}
     action_sizes = {f"nvec{k}" for k in range(len(definition.action_nvec))}
-    assert bound - declared - FRAMEWORK_NAMES - KERNEL_NAMES - action_sizes == set()
+    shared_arrays = {f"_local_{s.name}" for s in definition.state if s.block_local} if target == "cuda" else set()
+    assert bound - declared - FRAMEWORK_NAMES - KERNEL_NAMES - action_sizes - shared_arrays == set()
     module_globals = {alias.asname or alias.name for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
                       for alias in node.names}  # fmt: skip
     module_globals |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets}
@@ -115,8 +116,10 @@ def test_the_kernel_binds_only_the_envs_names_and_its_reserved_ones(params, targ
 
 
 @pytest.mark.parametrize(
-    "name", ["tid", "i", "slot", "pending", "step_a", "nvec0", "_phase3", "np", "agent_f32", "_acc_table"]
-)
+    "name",
+    ["tid", "i", "slot", "pending", "step_a", "nvec0", "_phase3", "np", "agent_f32", "_acc_table", "_local_x",
+     "with_game_axis"],
+)  # fmt: skip
 @pytest.mark.parametrize("kind", ["state", "constant"])
 def test_an_env_name_the_kernel_uses_for_itself_is_refused(name, kind):
     definition = tag_definition(TagConfig(), backend="cpu")
@@ -224,6 +227,51 @@ def test_configurations_that_differ_in_sizes_share_one_cpu_kernel(kind):
         assert five_others == small[0]
 
 
+def test_block_local_arrays_are_the_blocks_shared_memory_in_the_cuda_kernel_only():
+    definition = tag_definition(TagConfig(num_taggers=10, num_runners=100), backend="cuda", game_work="staged")
+    local = [s.name for s in definition.state if s.block_local]
+    assert local == ["nbr_id", "list_row", "alive_count", "alive_list", "row_x", "row_y", "runners_left"]
+    assert definition.block_local_bytes == 110 * 4 * (10 + 1 + 2 + 1 + 1 + 1 + 1)
+    cuda_source = generate_source(definition, "cuda")
+    assert "_local_nbr_id = cuda.shared.array((10, 110), numba.int32)" in cuda_source
+    assert "nbr_id = with_game_axis(_local_nbr_id, game_i64.shape[1], 1)" in cuda_source
+    assert "row_x = with_game_axis(_local_row_x, game_i64.shape[1], 0)" in cuda_source
+    assert "x = agent_f32[0]" in cuda_source  # the game's own state stays in the buffers
+    assert "shared" not in generate_source(definition, "cpu")
+    in_buffers = tag_definition(TagConfig(num_taggers=10, num_runners=100), backend="cuda", block_scratch_bytes=0)
+    assert in_buffers.block_local_bytes == 0 and "cuda.shared" not in generate_source(in_buffers, "cuda")
+
+
+def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
+    def local(budget, **params):
+        config = TagConfig(**params)
+        definition = tag_definition(config, backend="cuda", game_work="staged", block_scratch_bytes=budget)
+        return [s.name for s in definition.state if s.block_local], definition.block_local_bytes
+
+    # 1000 agents: the sort's two planes (8 KB), the runners' sum (4 KB) and the positions the search reads
+    # (8 KB) fill 20 of the 24 KiB; the cell starts take the last 4 KB; the rest stays in the buffers.
+    names, used = local(BLOCK_SCRATCH_BYTES, num_taggers=100, num_runners=900)
+    assert names == ["cell_start", "row_x", "row_y", "sort_key", "runners_left"] and used == 24000
+    assert local(0, num_taggers=100, num_runners=900) == ([], 0)
+    # A budget that misses one array still takes the smaller ones after it.
+    assert local(4 * 110 * 2 + 4 * 110, num_taggers=10, num_runners=100)[0] == ["alive_count", "runners_left"]
+    full = local(MAX_BLOCK_LOCAL_BYTES, num_taggers=1, num_runners=3, use_full_observation=True)
+    assert full == (["runners_left"], 16)
+    for bad in (-1, MAX_BLOCK_LOCAL_BYTES + 1, 1.5, "24k", None):
+        with pytest.raises(ValueError, match=rf"block_scratch_bytes must be an integer in \[0, 49152\], got {bad!r}"):
+            tag_definition(TagConfig(), backend="cuda", block_scratch_bytes=bad)
+
+
+def test_block_local_arrays_must_be_agent_arrays_within_a_blocks_static_shared_memory():
+    definition = tag_definition(TagConfig(), backend="cpu")
+    with pytest.raises(ValueError, match="state array 'total' is block_local; only agent arrays may be"):
+        dataclasses.replace(definition, state=(*definition.state, StateArray("total", "int32", "game",
+                                                                            block_local=True)))  # fmt: skip
+    big = StateArray("table", "float64", length=60, block_local=True)  # 60 x 110 x 8 B and the env's own
+    with pytest.raises(ValueError, match=r"take 5\d{4} bytes a game; expected at most 49152"):
+        dataclasses.replace(definition, state=(*definition.state, big))
+
+
 def test_a_register_cap_reaches_the_cuda_kernel_only():
     capped = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
     assert "@cuda.jit(cache=True, max_registers=40)" in generate_source(capped, "cuda")
@@ -248,10 +296,12 @@ def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_def
 
 
 def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped():
-    def cap(num_games, multiprocessors=132, max_registers="auto", threads_per_block=None, **params):
+    def cap(num_games, multiprocessors=132, max_registers="auto", threads_per_block=None,
+            block_scratch_bytes=BLOCK_SCRATCH_BYTES, **params):  # fmt: skip
         config = TagConfig(**{**SMALL_TAG, **params})
         definition = tag_definition(config, backend="cuda", max_registers=max_registers, num_games=num_games,
-                                    multiprocessors=multiprocessors, threads_per_block=threads_per_block)  # fmt: skip
+                                    multiprocessors=multiprocessors, threads_per_block=threads_per_block,
+                                    block_scratch_bytes=block_scratch_bytes)  # fmt: skip
         return definition.max_registers
 
     # sm_90: 76 registers and 128 threads (the scan at 10+100) hold 6 blocks an SM, 116 and 256 (the index at
@@ -259,21 +309,25 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     assert [resident_blocks_per_multiprocessor(r, t) for r, t in [(76, 128), (116, 256), (48, 128), (48, 256)]] == [
         6, 2, 10, 5]  # fmt: skip
     assert resident_blocks_per_multiprocessor(16, 32) == 32
+    # The scan's scratch in shared memory (the default): 66 registers, 7 blocks of 128 threads an SM.
     scan = {"num_taggers": 10, "num_runners": 100, "num_other_agents_observed": 10}
     assert cap(100, **scan) is None
-    assert cap(6 * 132, **scan) is None
-    assert cap(6 * 132 + 1, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(7 * 132, **scan) is None
+    assert cap(7 * 132 + 1, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(2000, **scan) == K_NEAREST_MAX_REGISTERS
-    assert cap(6 * 66, multiprocessors=66, **scan) is None
-    assert cap(6 * 66 + 1, multiprocessors=66, **scan) == K_NEAREST_MAX_REGISTERS
+    assert cap(7 * 66, multiprocessors=66, **scan) is None
+    assert cap(7 * 66 + 1, multiprocessors=66, **scan) == K_NEAREST_MAX_REGISTERS
+    # In the buffers: 80 registers, 6 blocks.
+    assert cap(6 * 132, block_scratch_bytes=0, **scan) is None
+    assert cap(6 * 132 + 1, block_scratch_bytes=0, **scan) == K_NEAREST_MAX_REGISTERS
     index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
     assert cap(264, **index) is None
     assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
-    # The block the env launches counts: 76 registers and 512 threads hold 1 block an SM, 64 threads 12.
-    assert cap(6 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
+    # The block the env launches counts: 66 registers and 512 threads hold 1 block an SM, 64 threads 14.
+    assert cap(7 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(132, threads_per_block=512, **scan) is None
-    assert cap(12 * 132, threads_per_block=64, **scan) is None
-    assert cap(6 * 132, threads_per_block=0, **scan) is None  # the backend refuses the block; the default's choice
+    assert cap(14 * 132, threads_per_block=64, **scan) is None
+    assert cap(7 * 132, threads_per_block=0, **scan) is None  # the backend refuses the block; the default's choice
     # Asked for, a cap stays; unknown games or SMs (or a bad number, which the vector env refuses) keep it.
     assert cap(100, max_registers=40, **scan) == 40
     assert cap(None, **scan) == K_NEAREST_MAX_REGISTERS

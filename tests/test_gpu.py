@@ -147,6 +147,26 @@ def test_gpu_matches_reference_at_training_size():
     assert report.ok, "\n" + report.table()
 
 
+@pytest.mark.parametrize(
+    "params",
+    [dict(num_envs=2000, num_taggers=10, num_runners=100), dict(num_envs=64, num_taggers=20, num_runners=600)],
+    ids=["scan", "index"],
+)
+def test_the_steps_scratch_in_shared_memory_gives_the_buffers_game_bit_for_bit(params):
+    shared = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, **params)
+    buffers = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, block_scratch_bytes=0, **params)
+    assert shared.unwrapped.definition.block_local_bytes > 0 == buffers.unwrapped.definition.block_local_bytes
+    assert torch.equal(shared.reset(seed=3)[0], buffers.reset(seed=3)[0])
+    for _ in range(45):  # two episodes and more: autoresets, runners tagged and gone
+        actions = random_actions(shared)
+        for now, then in zip(shared.step(actions)[:4], buffers.step(actions)[:4], strict=True):
+            assert torch.equal(now, then)
+    for name in ("x", "y", "alive", "t"):
+        assert torch.equal(shared.unwrapped.state[name], buffers.unwrapped.state[name]), name
+    shared.close()
+    buffers.close()
+
+
 def test_close_frees_gpu_memory():
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
@@ -164,7 +184,7 @@ def test_close_frees_gpu_memory():
 
 
 def test_the_k_nearest_cap_follows_the_number_of_games_the_card_holds_at_once():
-    # 7 agents: blocks of one warp, at most 25 an SM uncapped (76 registers), so 33 an SM are more than fit.
+    # 7 agents: blocks of one warp, at most 28 an SM uncapped (66 registers), so 33 an SM are more than fit.
     multiprocessors = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     few = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", **SMALL_TAG)
     assert few.unwrapped.definition.max_registers is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -23,7 +24,7 @@ from gpu_vecenv.backends import (
     resident_blocks_per_multiprocessor,
     round_up_to_warps,
 )
-from gpu_vecenv.definition import EnvDefinition, Phase, StateArray
+from gpu_vecenv.definition import MAX_BLOCK_LOCAL_BYTES, EnvDefinition, Phase, StateArray
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
 RESET_OPTIONS = ("initial_positions", "initial_directions")
@@ -36,11 +37,12 @@ RESET_OPTIONS = ("initial_positions", "initial_directions")
 SPATIAL_INDEX_MIN_AGENTS = {"cuda": 512, "cpu": 256}
 
 # The register cap of the K-nearest kernels when none is asked for (max_registers="auto"). Uncapped, the
-# scan takes 80 registers a thread (6 blocks of 128 threads an SM) and the spatial index 115 (2 blocks of
-# 256); capped at 48 they spill 44 B and 820 B to local memory yet hold 10 and 5 blocks, and on an H200
-# the kernel went from 137 to 126 us at 10+100 agents x 2000 games and from 3395 to 2219 us at
-# 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/). The full observation is left uncapped: it
-# waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17% slower.
+# scan took 80 registers a thread (6 blocks of 128 threads an SM) and the spatial index 115 (2 blocks of
+# 256); capped at 48 they spilled 44 B (none since v43 keeps their scratch in shared memory) and 820 B to
+# local memory yet held 10 and 5 blocks, and on an H200 the kernel went from 137 to 126 us at 10+100
+# agents x 2000 games and from 3395 to 2219 us at 100+900 x 2000 (benchmarks/results/h200_2026-12-04g/).
+# The full observation is left uncapped: it waits on loads, and a cap of 56, 48, 40 or 32 made it 4-17%
+# slower.
 K_NEAREST_MAX_REGISTERS = 48
 
 # The cap pays only when the card cannot hold every game at once uncapped: then it buys more games an SM
@@ -48,10 +50,12 @@ K_NEAREST_MAX_REGISTERS = 48
 # benchmarks/results/h100_2026-12-05f/cap/) the index kernel at 524 games of 1000 agents took 425 us
 # capped and 510 uncapped, at 262 games of 2000 agents 449 and 417, at 128 of 4096 569 and 537; the scan
 # at 100, 264 and 528 games of 110 agents 35.2 / 39.8 / 53.0 capped, 33.9 / 37.8 / 49.5 uncapped (at 2000
-# games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90):
-# the scan 80, the index 115 (76 and 116 before v40's insertion, the same blocks an SM); resident games
-# follow from them (resident_blocks_per_multiprocessor).
-K_NEAREST_UNCAPPED_REGISTERS = {"scan": 80, "index": 115}
+# games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90,
+# 10+100 and 100+900 agents), keyed by the search and by whether the step's scratch is in shared memory
+# (block_scratch_bytes > 0, v43): the scan 66 (80 in the buffers: 7 blocks of 128 threads an SM against 6),
+# the index 104 (112; 2 blocks of 256 either way); resident games follow from them
+# (resident_blocks_per_multiprocessor).
+K_NEAREST_UNCAPPED_REGISTERS = {("scan", True): 66, ("scan", False): 80, ("index", True): 104, ("index", False): 112}
 
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
@@ -77,6 +81,31 @@ def full_observation_threads(num_agents: int, calls_per_agent: int) -> int | Non
     if threads < 2 * num_agents:
         return None
     return min(FULL_OBSERVATION_MAX_THREADS, round_up_to_warps(threads))
+
+
+# Per-step scratch of the K-nearest search and of the count of runners left, which every launch writes before
+# it reads: kept in each block's shared memory (StateArray.block_local) in this order while they fit in the
+# budget. First the planes of the staged sorts and sums, each stage a read of what other agents wrote the stage
+# before (a round trip to L2 in the buffers); then what the search reads of every candidate; the lists last.
+BLOCK_LOCAL_ORDER = ("alive_count", "sort_key", "runners_left", "row_x", "row_y", "alive_list", "cell_start",
+                     "cell_agents", "cell_of", "list_row", "nbr_id")  # fmt: skip
+# Shared memory a game's block may take for them by default: 24 KiB leaves room on an SM (228 KiB) for the
+# 5 blocks of 256 threads of the capped 1000-agent kernel, and for its L1 cache, which holds the spills.
+BLOCK_SCRATCH_BYTES = 24 * 1024
+
+
+def block_local_state(state: list[StateArray], num_agents: int, budget: int) -> list[StateArray]:
+    """``state`` with the arrays of ``BLOCK_LOCAL_ORDER`` marked block-local, in that order, each that fits in
+    what ``budget`` (bytes a game) leaves."""
+    chosen: set[str] = set()
+    left = budget
+    by_name = {arr.name: arr for arr in state}
+    for name in BLOCK_LOCAL_ORDER:
+        arr = by_name.get(name)
+        if arr is not None and arr.length * num_agents * arr.itemsize <= left:
+            chosen.add(name)
+            left -= arr.length * num_agents * arr.itemsize
+    return [replace(arr, block_local=True) if arr.name in chosen else arr for arr in state]
 
 
 def index_cells_per_side(num_agents: int, k: int) -> int:
@@ -107,7 +136,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                    game_work: str | None = None, num_games: int | None = None,
                    multiprocessors: int | None = None,
                    threads_per_block: int | None = None,
-                   sm_limits: MultiprocessorLimits = SM_90_LIMITS) -> EnvDefinition:  # fmt: skip
+                   sm_limits: MultiprocessorLimits = SM_90_LIMITS,
+                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -132,7 +162,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     ``stages``): a merge sort of cell keys and a tree sum, more work in all
     but a dependent chain of ``log2`` rather than ``num_agents`` steps.
     ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
-    CPU). The results are the same either way.
+    CPU). The results are the same either way. ``block_scratch_bytes``: the
+    shared memory a game's CUDA block may take for the step's scratch arrays
+    (``BLOCK_LOCAL_ORDER``), 0 to keep them all in the buffers; the results
+    are the same either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -148,6 +181,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         raise ValueError(
             f"WarpTag: max_registers must be 'auto', None or an integer in [16, 255], got {max_registers!r}"
         )
+    if not is_integer(block_scratch_bytes, 0, MAX_BLOCK_LOCAL_BYTES):
+        raise ValueError(
+            f"WarpTag: block_scratch_bytes must be an integer in [0, {MAX_BLOCK_LOCAL_BYTES}], "
+            f"got {block_scratch_bytes!r}"
+        )
     if game_work is None:
         game_work = DEFAULT_GAME_WORK[backend]
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
@@ -158,7 +196,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
     if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
-        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan"]
+        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan", block_scratch_bytes > 0]
         # A bad block is refused by the backend; until then it leaves the default's choice.
         block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
         if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block, sm_limits):
@@ -282,7 +320,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         num_agents=n,
         action_nvec=(config.num_acceleration_levels + 1, config.num_turn_levels + 1),
         obs_dim=config.obs_dim,
-        state=tuple(state),
+        state=tuple(block_local_state(state, n, int(block_scratch_bytes))),
         constants=constants,
         update_phases=(Phase(sim.move),),
         observe_phases=observe,
@@ -359,15 +397,17 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
 
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
-    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``
-    and ``game_work`` (see :func:`tag_definition`).
+    ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``,
+    ``game_work`` and ``block_scratch_bytes`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
     game_work = kwargs.pop("game_work", None)
+    block_scratch_bytes = kwargs.pop("block_scratch_bytes", BLOCK_SCRATCH_BYTES)
     config = TagConfig.from_kwargs(
-        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work"}, **kwargs
+        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes"},
+        **kwargs,
     )
     # The device decides the default search and register cap, so it is resolved (or refused) before the
     # definition is made.
@@ -384,5 +424,6 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         multiprocessors=multiprocessors,
         threads_per_block=env_kwargs.get("threads_per_block"),
         sm_limits=sm_limits,
+        block_scratch_bytes=block_scratch_bytes,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
