@@ -219,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-order-check", action="store_true", help="skip the check that agent phases do not depend on agent order"
     )
     parser.add_argument(
-        "--no-outputs-check", action="store_true", help="skip the check that every launch writes every output"
+        "--no-outputs-check",
+        action="store_true",
+        help="skip the checks that every launch writes every output, and its block-local arrays before reading them",
     )
     args = parser.parse_args(argv)
     try:

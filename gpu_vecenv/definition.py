@@ -160,10 +160,10 @@ class StateArray:
     vector: bool = False
     block_local: bool = False
 
-    @property
-    def itemsize(self) -> int:
-        """Bytes of one value."""
-        return int(self.dtype[-2:]) // 8
+    def bytes_per_game(self, num_agents: int) -> int:
+        """Bytes the array takes for one game of ``num_agents`` agents."""
+        values = self.length * (num_agents if self.per == "agent" else 1)
+        return values * getattr(torch, self.dtype).itemsize
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,7 @@ class EnvDefinition:
     @property
     def block_local_bytes(self) -> int:
         """Bytes a game's block-local arrays take: the shared memory of each block of a CUDA kernel."""
-        return sum(arr.length * self.num_agents * arr.itemsize for arr in self.state if arr.block_local)
+        return sum(arr.bytes_per_game(self.num_agents) for arr in self.state if arr.block_local)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""

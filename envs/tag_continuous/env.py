@@ -101,10 +101,10 @@ def block_local_state(state: list[StateArray], num_agents: int, budget: int) -> 
     left = budget
     by_name = {arr.name: arr for arr in state}
     for name in BLOCK_LOCAL_ORDER:
-        arr = by_name.get(name)
-        if arr is not None and arr.length * num_agents * arr.itemsize <= left:
+        size = by_name[name].bytes_per_game(num_agents) if name in by_name else None
+        if size is not None and size <= left:
             chosen.add(name)
-            left -= arr.length * num_agents * arr.itemsize
+            left -= size
     return [replace(arr, block_local=True) if arr.name in chosen else arr for arr in state]
 
 
