@@ -29,6 +29,7 @@ from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multip
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, MAX_BLOCK_LOCAL_BYTES, Phase, StateArray
+from gpu_vecenv.layout import StateLayout
 from gpu_vecenv.oracle import compare_with_reference
 
 
@@ -240,6 +241,22 @@ def test_block_local_arrays_are_the_blocks_shared_memory_in_the_cuda_kernel_only
     assert "shared" not in generate_source(definition, "cpu")
     in_buffers = tag_definition(TagConfig(num_taggers=10, num_runners=100), backend="cuda", block_scratch_bytes=0)
     assert in_buffers.block_local_bytes == 0 and "cuda.shared" not in generate_source(in_buffers, "cuda")
+
+
+def test_buffers_for_the_cuda_kernel_leave_out_the_block_local_rows_and_keep_every_other_row():
+    definition = tag_definition(TagConfig(num_taggers=10, num_runners=100), backend="cuda", game_work="staged")
+    every_row, kernel_rows = StateLayout(definition), StateLayout(definition, block_local_rows=False)
+    local = {s.name for s in definition.state if s.block_local}
+    for name, slot in every_row.slots.items():
+        assert kernel_rows.slots[name] == slot
+        if not slot.block_local:  # the block-local rows come after every other row of their buffer
+            assert all(slot.row < other.row for other in every_row.slots.values()
+                       if other.block_local and other.buffer == slot.buffer)  # fmt: skip
+    buffers = kernel_rows.allocate(3, torch.device("cpu"))
+    assert set(kernel_rows.views(buffers)) == set(every_row.slots) - local
+    assert set(every_row.views(every_row.allocate(3, torch.device("cpu")))) == set(every_row.slots)
+    assert every_row.bytes_per_game() - kernel_rows.bytes_per_game() == definition.block_local_bytes
+    assert kernel_rows.bytes_per_game() == sum(b[:, 0].numel() * b.element_size() for b in buffers.values())
 
 
 def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():

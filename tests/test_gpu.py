@@ -155,7 +155,9 @@ def test_gpu_matches_reference_at_training_size():
 def test_the_steps_scratch_in_shared_memory_gives_the_buffers_game_bit_for_bit(params):
     shared = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, **params)
     buffers = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, block_scratch_bytes=0, **params)
-    assert shared.unwrapped.definition.block_local_bytes > 0 == buffers.unwrapped.definition.block_local_bytes
+    local_bytes = shared.unwrapped.definition.block_local_bytes
+    assert local_bytes > 0 == buffers.unwrapped.definition.block_local_bytes
+    assert shared.unwrapped.memory_per_game() == buffers.unwrapped.memory_per_game() - local_bytes  # no rows for them
     assert torch.equal(shared.reset(seed=3)[0], buffers.reset(seed=3)[0])
     for _ in range(45):  # two episodes and more: autoresets, runners tagged and gone
         actions = random_actions(shared)
