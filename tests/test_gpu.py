@@ -263,6 +263,8 @@ def test_the_multiprocessor_limits_are_the_cards_own():
     properties = torch.cuda.get_device_properties(0)
     assert limits.warps == properties.max_threads_per_multi_processor // 32
     assert limits.registers == getattr(properties, "regs_per_multiprocessor", limits.registers)
+    assert limits.shared_bytes == getattr(properties, "shared_memory_per_multiprocessor", limits.shared_bytes)
+    assert limits.reserved_shared_bytes in (0, 1024)
     assert 16 <= limits.blocks <= 32
     if properties.major == 9:
         assert limits == MultiprocessorLimits()
