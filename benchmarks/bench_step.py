@@ -375,7 +375,9 @@ def measure_ours(case: Case, device: torch.device, timing: Timing, actions_in_pl
     else:
         setup_cache = "cold" if _cache_files() - files else "warm"
 
-    search = "-" if case.full_obs else ("index" if "cell_of" in env.state else "scan")  # how the K nearest are found
+    search = (
+        "-" if case.full_obs else ("index" if "cell_of" in {a.name for a in env.definition.state} else "scan")
+    )  # how the K nearest are found
     # Drawn in place, one component at a time, as the WarpDrive worker draws its actions (benchmarks/peers.py).
     nvec = env.single_action_space.nvec
     actions = env.action_buffer if actions_in_place else torch.zeros((env.num_envs, len(nvec)), dtype=torch.int64,

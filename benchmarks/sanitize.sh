@@ -15,10 +15,10 @@
 # to cuGetProcAddress while the CUDA Python bindings probe for driver entry points this driver lacks (34 such
 # host-side reports per run on the H200, none from a kernel); they are not memory errors of any kernel.
 #
-# racecheck analyses shared-memory accesses; the generated kernel uses none (it communicates between the
-# threads of a block through global memory and cuda.syncthreads()), so a clean racecheck says that no
-# shared-memory hazard exists, not that global memory is race-free: the agent-order check of
-# gpu_vecenv.check (phases run last agent first) and the reference tests cover that.
+# racecheck analyses shared-memory accesses: those of WarpTag-v0's step scratch, which the generated kernel
+# keeps in each block's shared memory (its block-local arrays; every size here has some), between phases
+# separated by cuda.syncthreads(). A clean racecheck does not say that global memory is race-free: the
+# agent-order check of gpu_vecenv.check (phases run last agent first) and the reference tests cover that.
 set -uo pipefail
 out=${1:?usage: bash benchmarks/sanitize.sh OUTDIR [DRIVER_ARGS...]}
 shift

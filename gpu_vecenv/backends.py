@@ -58,11 +58,14 @@ def default_threads_per_block(num_agents: int) -> int:
 
 @dataclass(frozen=True)
 class MultiprocessorLimits:
-    """What one SM holds at once: 32-bit registers, warps and blocks; by default sm_90's (and sm_80's)."""
+    """What one SM holds at once: 32-bit registers, warps, blocks and bytes of shared memory, of which the
+    system reserves ``reserved_shared_bytes`` for each block; by default sm_90's."""
 
     registers: int = 65536
     warps: int = 64
     blocks: int = 32
+    shared_bytes: int = 233472  # 228 KiB
+    reserved_shared_bytes: int = 1024
 
 
 SM_90_LIMITS = MultiprocessorLimits()
@@ -82,19 +85,23 @@ def multiprocessor_limits(index: int) -> MultiprocessorLimits:
             registers=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
             warps=int(device.MAX_THREADS_PER_MULTIPROCESSOR) // 32,
             blocks=int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
+            shared_bytes=int(device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+            reserved_shared_bytes=int(device.RESERVED_SHARED_MEMORY_PER_BLOCK),
         )
     except (AttributeError, CudaDriverError):  # a driver or binding without the attribute: sm_90's, as before
         return SM_90_LIMITS
 
 
 def resident_blocks_per_multiprocessor(
-    registers: int, threads: int, limits: MultiprocessorLimits = SM_90_LIMITS
+    registers: int, threads: int, limits: MultiprocessorLimits = SM_90_LIMITS, shared_bytes: int = 0
 ) -> int:
-    """Blocks of ``threads`` threads at ``registers`` registers a thread that one SM holds at once, registers
-    allocated a warp at a time in units of 256 (as on every card from sm_50 to sm_90)."""
+    """Blocks of ``threads`` threads at ``registers`` registers a thread, each taking ``shared_bytes`` of
+    static shared memory, that one SM holds at once; registers allocated a warp at a time in units of 256
+    (as on every card from sm_50 to sm_90)."""
     warps = round_up_to_warps(threads) // 32
     register_warps = limits.registers // (-(-registers * 32 // 256) * 256)
-    return min(register_warps // warps, limits.warps // warps, limits.blocks)
+    shared_blocks = limits.shared_bytes // (shared_bytes + limits.reserved_shared_bytes)
+    return min(register_warps // warps, limits.warps // warps, limits.blocks, shared_blocks)
 
 
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:

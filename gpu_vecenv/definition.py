@@ -147,8 +147,8 @@ class StateArray:
             wrote in the phase before then waits on the SM's memory, not on
             a round trip to L2. Agent arrays only; at most
             ``MAX_BLOCK_LOCAL_BYTES`` of them a game. The CPU backend keeps
-            them in the buffers, and on a GPU the env's views of them
-            (``GpuVectorEnv.state``) are not written.
+            them in the buffers; on the CUDA backend they take no device
+            memory and ``GpuVectorEnv.state`` has no views of them.
             :func:`gpu_vecenv.check.check_block_local_rewritten` tests the
             promise.
     """

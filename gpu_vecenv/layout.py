@@ -11,6 +11,7 @@ least one row, so kernels always take the same arguments.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,43 +50,61 @@ def framework_arrays(definition: EnvDefinition) -> tuple[StateArray, ...]:
 
 
 class StateLayout:
-    """Row assignment of every state array of one definition."""
+    """Row assignment of every state array of one definition.
 
-    def __init__(self, definition: EnvDefinition) -> None:
+    Each buffer lists its block-local arrays' rows after all its other rows, so
+    that ``block_local_rows=False`` (for a generated CUDA kernel, which keeps
+    those arrays in the block's shared memory and never reads their rows) cuts
+    the buffers short: every other array keeps its row, and the block-local
+    arrays have no views.
+    """
+
+    def __init__(self, definition: EnvDefinition, block_local_rows: bool = True) -> None:
         self.definition = definition
+        self.block_local_rows = block_local_rows
         self.slots: dict[str, Slot] = {}
         self.rows = dict.fromkeys(BUFFERS, 0)
-        for arr in framework_arrays(definition) + tuple(definition.state):
+        arrays = framework_arrays(definition) + tuple(definition.state)
+        for arr in sorted(arrays, key=lambda a: a.block_local):  # stable: the definition's order within each
             buffer = _BUFFER_OF[(arr.per, arr.dtype)]
             self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length, arr.vector or arr.length > 1,
                                         arr.block_local)  # fmt: skip
             self.rows[buffer] += arr.length
+        self.slots = {arr.name: self.slots[arr.name] for arr in arrays}
+        self.allocated_rows = dict(self.rows)
+        if not block_local_rows:
+            for slot in self.slots.values():
+                if slot.block_local:
+                    self.allocated_rows[slot.buffer] -= slot.length
+        # Every buffer has a row at least: kernels always take all of them.
+        self.allocated_rows = {name: max(1, rows) for name, rows in self.allocated_rows.items()}
 
     def allocate(self, num_games: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Zeroed packed buffers for ``num_games`` games on ``device``."""
         n = self.definition.num_agents
         out = {}
-        for name in BUFFERS:
-            rows = max(1, self.rows[name])
+        for name, rows in self.allocated_rows.items():
             shape = (rows, num_games, n) if name.startswith("agent") else (rows, num_games)
             out[name] = torch.zeros(shape, dtype=_TORCH_DTYPE[name], device=device)
         return out
 
-    def views(self, buffers: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Named torch views into ``buffers``: ``(games, agents)`` or ``(length, games, agents)`` and alike."""
+    def views(self, buffers: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Named torch views into ``buffers``: ``(games, agents)`` or ``(length, games, agents)`` and alike
+        (the block-local arrays only with ``block_local_rows``)."""
         out = {}
         for name, slot in self.slots.items():
+            if slot.block_local and not self.block_local_rows:
+                continue
             buf = buffers[slot.buffer]
             out[name] = buf[slot.row : slot.row + slot.length] if slot.vector else buf[slot.row]
         return out
 
     def bytes_per_game(self) -> int:
-        """State bytes one game takes (outputs not counted)."""
+        """State bytes one game takes in the buffers :meth:`allocate` makes (outputs not counted)."""
         n = self.definition.num_agents
         total = 0
-        for name in BUFFERS:
-            per_row = (n if name.startswith("agent") else 1) * _TORCH_DTYPE[name].itemsize
-            total += max(1, self.rows[name]) * per_row
+        for name, rows in self.allocated_rows.items():
+            total += rows * (n if name.startswith("agent") else 1) * _TORCH_DTYPE[name].itemsize
         return total
 
 

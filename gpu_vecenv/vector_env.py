@@ -196,7 +196,10 @@ class GpuVectorEnv(VectorEnv):
             and arena_bytes(self.num_games, self.num_agents, definition.obs_dim, mode is AutoresetMode.SAME_STEP)
             >= direct_write_bytes
         )
-        self._layout = StateLayout(definition)
+        # A generated CUDA kernel keeps the block-local arrays in shared memory: their rows would be dead weight.
+        self._layout = StateLayout(
+            definition, block_local_rows=not (self.backend == "cuda" and definition.cuda_kernel is None)
+        )
         self._check_memory()
         self._buffers = self._layout.allocate(self.num_games, self.device)
         self._views = self._layout.views(self._buffers)
@@ -636,7 +639,10 @@ class GpuVectorEnv(VectorEnv):
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
-        """Live named views of the state: ``x`` is ``(games, agents)``; writing them changes the games."""
+        """Live named views of the state: ``x`` is ``(games, agents)``; writing them changes the games.
+
+        On the CUDA backend the block-local arrays (scratch of one launch, kept
+        in the block's shared memory) have no views."""
         self._check_open()
         return self._views
 

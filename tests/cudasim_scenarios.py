@@ -167,8 +167,28 @@ def ring_names_no_slot() -> str:
     return compare_with_reference(envs, 4, seed=7).table()
 
 
+def block_local_arrays_take_no_device_memory() -> str:
+    """The CUDA kernel keeps the block-local arrays in shared memory: its env has no rows and no views of
+    them, so a game takes their bytes less than in buffers that hold them (the reference backend's), and
+    its games are still the reference's."""
+    params = dict(TINY, spatial_index=True, game_work="staged", num_runners=14, block_scratch_bytes=200)
+    envs = make_envs(dict(params))
+    on_cpu = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", backend="reference", **params).unwrapped
+    definition = envs.unwrapped.definition
+    local = {arr.name for arr in definition.state if arr.block_local}
+    if not local or local & set(envs.unwrapped.state) or not local <= set(on_cpu.state):
+        return f"block-local arrays {sorted(local)}, views on the CUDA kernel {sorted(envs.unwrapped.state)}\nFAILED"
+    saved = on_cpu.memory_per_game() - envs.unwrapped.memory_per_game()
+    if saved != definition.block_local_bytes:
+        return f"a game takes {saved} bytes less, expected {definition.block_local_bytes}\nFAILED"
+    return compare_with_reference(envs, 4, seed=7).table()
+
+
 # name -> a check that makes its own env and returns its report, ending "OK" where it holds.
-CHECKS = {"ring_names_no_slot": ring_names_no_slot}
+CHECKS = {
+    "ring_names_no_slot": ring_names_no_slot,
+    "block_local_takes_no_memory": block_local_arrays_take_no_device_memory,
+}
 
 
 def main(names: list[str]) -> int:

@@ -29,6 +29,7 @@ from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multip
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, MAX_BLOCK_LOCAL_BYTES, Phase, StateArray
+from gpu_vecenv.layout import StateLayout
 from gpu_vecenv.oracle import compare_with_reference
 
 
@@ -242,6 +243,22 @@ def test_block_local_arrays_are_the_blocks_shared_memory_in_the_cuda_kernel_only
     assert in_buffers.block_local_bytes == 0 and "cuda.shared" not in generate_source(in_buffers, "cuda")
 
 
+def test_buffers_for_the_cuda_kernel_leave_out_the_block_local_rows_and_keep_every_other_row():
+    definition = tag_definition(TagConfig(num_taggers=10, num_runners=100), backend="cuda", game_work="staged")
+    every_row, kernel_rows = StateLayout(definition), StateLayout(definition, block_local_rows=False)
+    local = {s.name for s in definition.state if s.block_local}
+    for name, slot in every_row.slots.items():
+        assert kernel_rows.slots[name] == slot
+        if not slot.block_local:  # the block-local rows come after every other row of their buffer
+            assert all(slot.row < other.row for other in every_row.slots.values()
+                       if other.block_local and other.buffer == slot.buffer)  # fmt: skip
+    buffers = kernel_rows.allocate(3, torch.device("cpu"))
+    assert set(kernel_rows.views(buffers)) == set(every_row.slots) - local
+    assert set(every_row.views(every_row.allocate(3, torch.device("cpu")))) == set(every_row.slots)
+    assert every_row.bytes_per_game() - kernel_rows.bytes_per_game() == definition.block_local_bytes
+    assert kernel_rows.bytes_per_game() == sum(b[:, 0].numel() * b.element_size() for b in buffers.values())
+
+
 def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
     def local(budget, **params):
         config = TagConfig(**params)
@@ -339,7 +356,7 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
 
 def test_the_cards_own_limits_decide_how_many_games_fit_uncapped():
     # An sm_86/sm_89 card holds 48 warps and 16 blocks an SM, where sm_90 holds 64 and 32.
-    sm_89 = MultiprocessorLimits(registers=65536, warps=48, blocks=16)
+    sm_89 = MultiprocessorLimits(registers=65536, warps=48, blocks=16, shared_bytes=102400)
     assert resident_blocks_per_multiprocessor(80, 128, sm_89) == 6  # registers bind, as on sm_90
     assert resident_blocks_per_multiprocessor(80, 32) == 25
     assert resident_blocks_per_multiprocessor(80, 32, sm_89) == 16  # the blocks bind
@@ -354,6 +371,26 @@ def test_the_cards_own_limits_decide_how_many_games_fit_uncapped():
     assert cap(25 * 132, MultiprocessorLimits()) is None
     assert cap(16 * 132, sm_89) is None
     assert cap(16 * 132 + 1, sm_89) == K_NEAREST_MAX_REGISTERS
+
+
+def test_the_blocks_shared_memory_limits_how_many_games_fit_uncapped():
+    # Each block takes its static shared memory and 1 KiB the system reserves: 228 KiB hold 4 blocks of 48 KiB.
+    assert resident_blocks_per_multiprocessor(66, 128, shared_bytes=48 * 1024) == 4  # 7 by registers
+    assert resident_blocks_per_multiprocessor(66, 128, shared_bytes=0) == 7
+    assert resident_blocks_per_multiprocessor(66, 128, MultiprocessorLimits(shared_bytes=102400), 24000) == 4
+
+    def cap(num_games, budget):
+        definition = tag_definition(TagConfig(num_taggers=10, num_runners=100, num_other_agents_observed=100),
+                                    backend="cuda", num_games=num_games, multiprocessors=132,
+                                    block_scratch_bytes=budget)  # fmt: skip
+        return definition.max_registers, definition.block_local_bytes
+
+    # K = 100 at 10+100: the search's lists alone take 44 000 B a game, so 4 blocks an SM where registers hold 7.
+    assert cap(4 * 132, MAX_BLOCK_LOCAL_BYTES) == (None, 47080)
+    assert cap(4 * 132 + 1, MAX_BLOCK_LOCAL_BYTES) == (K_NEAREST_MAX_REGISTERS, 47080)
+    # Within the default 24 KiB the lists stay in the buffers, and the registers hold 7 blocks.
+    assert cap(7 * 132, BLOCK_SCRATCH_BYTES)[0] is None
+    assert cap(7 * 132 + 1, BLOCK_SCRATCH_BYTES)[0] == K_NEAREST_MAX_REGISTERS
 
 
 @pytest.mark.parametrize("cap", [8, 256, 40.0, True, np.int64(300), "AUTO", "None", b"auto"])
@@ -429,6 +466,8 @@ class _Card:
     MAX_REGISTERS_PER_MULTIPROCESSOR = 65536
     MAX_THREADS_PER_MULTIPROCESSOR = 1536
     MAX_BLOCKS_PER_MULTIPROCESSOR = 16
+    MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 102400
+    RESERVED_SHARED_MEMORY_PER_BLOCK = 1024
 
 
 class _OldDriver:
@@ -438,5 +477,6 @@ class _OldDriver:
 def test_the_multiprocessor_limits_come_from_the_driver_or_are_sm_90s(monkeypatch):
     monkeypatch.setattr(backends, "SIMULATOR", False)
     monkeypatch.setattr(backends.cuda, "gpus", [_OldDriver(), _Card()])
-    assert backends.multiprocessor_limits(1) == MultiprocessorLimits(registers=65536, warps=48, blocks=16)
+    sm_89 = MultiprocessorLimits(registers=65536, warps=48, blocks=16, shared_bytes=102400, reserved_shared_bytes=1024)
+    assert backends.multiprocessor_limits(1) == sm_89
     assert backends.multiprocessor_limits(0) == backends.SM_90_LIMITS

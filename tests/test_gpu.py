@@ -155,7 +155,9 @@ def test_gpu_matches_reference_at_training_size():
 def test_the_steps_scratch_in_shared_memory_gives_the_buffers_game_bit_for_bit(params):
     shared = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, **params)
     buffers = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, block_scratch_bytes=0, **params)
-    assert shared.unwrapped.definition.block_local_bytes > 0 == buffers.unwrapped.definition.block_local_bytes
+    local_bytes = shared.unwrapped.definition.block_local_bytes
+    assert local_bytes > 0 == buffers.unwrapped.definition.block_local_bytes
+    assert shared.unwrapped.memory_per_game() == buffers.unwrapped.memory_per_game() - local_bytes  # no rows for them
     assert torch.equal(shared.reset(seed=3)[0], buffers.reset(seed=3)[0])
     for _ in range(45):  # two episodes and more: autoresets, runners tagged and gone
         actions = random_actions(shared)
@@ -261,6 +263,8 @@ def test_the_multiprocessor_limits_are_the_cards_own():
     properties = torch.cuda.get_device_properties(0)
     assert limits.warps == properties.max_threads_per_multi_processor // 32
     assert limits.registers == getattr(properties, "regs_per_multiprocessor", limits.registers)
+    assert limits.shared_bytes == getattr(properties, "shared_memory_per_multiprocessor", limits.shared_bytes)
+    assert limits.reserved_shared_bytes in (0, 1024)
     assert 16 <= limits.blocks <= 32
     if properties.major == 9:
         assert limits == MultiprocessorLimits()

@@ -135,7 +135,7 @@ def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backe
 def test_on_the_gpu_the_default_search_follows_the_gpu_threshold():
     def uses_index(**params):
         envs = gym.make_vec("WarpTag-v0", num_envs=1, **params)
-        return "cell_of" in envs.state
+        return "cell_of" in {array.name for array in envs.unwrapped.definition.state}
 
     assert not uses_index(num_runners=246)  # no device named: the GPU, where the scan pays to 511 agents
     assert not uses_index(device="cuda", num_runners=501) and uses_index(device="cuda", num_runners=502)

@@ -195,12 +195,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
-    if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
-        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan", block_scratch_bytes > 0]
-        # A bad block is refused by the backend; until then it leaves the default's choice.
-        block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
-        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block, sm_limits):
-            max_registers = None
     state = [
         StateArray("x", "float32"),
         StateArray("y", "float32"),
@@ -223,7 +217,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             observe: tuple[Phase, ...] = (Phase(sim.observe_every_other_paired, "slot", slots=(n - 1) // 2 + 1),)
         else:
             observe = (Phase(sim.observe_every_other, "slot", slots=n - 1),)
-        threads_per_block = full_observation_threads(n, observe[0].slots)
+        block_threads: int | None = full_observation_threads(n, observe[0].slots)
     else:
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
@@ -231,7 +225,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
         listed = Phase(sim.observe_listed, "slot", slots=k)
-        threads_per_block = None
+        block_threads = None
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
@@ -306,6 +300,14 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         )
     else:
         end_phases = (Phase(sim.end_game, "game"),)
+    state = block_local_state(state, n, int(block_scratch_bytes))
+    if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
+        shared = sum(arr.bytes_per_game(n) for arr in state if arr.block_local)
+        registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan", shared > 0]
+        # A bad block is refused by the backend; until then it leaves the default's choice.
+        block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
+        if num_games <= multiprocessors * resident_blocks_per_multiprocessor(registers, block, sm_limits, shared):
+            max_registers = None
     taggers = config.taggers
 
     def setup(views: Mapping[str, torch.Tensor]) -> None:
@@ -320,7 +322,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         num_agents=n,
         action_nvec=(config.num_acceleration_levels + 1, config.num_turn_levels + 1),
         obs_dim=config.obs_dim,
-        state=tuple(block_local_state(state, n, int(block_scratch_bytes))),
+        state=tuple(state),
         constants=constants,
         update_phases=(Phase(sim.move),),
         observe_phases=observe,
@@ -343,7 +345,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         reference=partial(TagReference, config),
         render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
         max_registers=max_registers,
-        threads_per_block=threads_per_block,
+        threads_per_block=block_threads,
     )
 
 
