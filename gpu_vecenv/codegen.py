@@ -357,6 +357,13 @@ def _reset_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) 
     _run_phases(w, definition.reset_phases, aliases, list(definition.all_phases), definition.obs_dim)
 
 
+def _reset_if_asked(w: _Writer, definition: EnvDefinition, aliases: dict[int, str], autoreset: str) -> None:
+    # A reset() call resets the games of its mask only; one waiting for its autoreset waits on.
+    called = f"op == {OP_RESET} and pending == {PENDING_RESET_CALL}"
+    with w.block(f"if ({called}) or (op == {OP_STEP} and {autoreset}):"):
+        _reset_body(w, definition, aliases)
+
+
 def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -> None:
     num_actions = len(definition.action_nvec)
     # Every thread reads the game's control flags before any thread may change them.
@@ -365,17 +372,28 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
     w.line("was_trunc = truncated[g] != 0")
     w.barrier()
     autoreset = f"pending == {PENDING_AUTORESET} and autoreset_mode == {NEXT_STEP}"
-    with w.block(f"if op == {OP_RESET} or ({autoreset}):"):
-        # A reset() call resets the games of its mask only; one waiting for its autoreset waits on.
-        called = f"op == {OP_RESET} and pending == {PENDING_RESET_CALL}"
-        with w.block(f"if ({called}) or (op == {OP_STEP} and {autoreset}):"):
-            _reset_body(w, definition, aliases)
-        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
-        _write_outputs(w, definition, "False", "False", zero_rewards=True)
-    with w.block(f"elif (was_term or was_trunc) and autoreset_mode == {DISABLED}:"):
-        # A finished game that was not reset stays frozen: same state, zero reward.
-        _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
-        _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)
+    resetting = f"op == {OP_RESET} or ({autoreset})"
+    # A finished game that was not reset stays frozen: same state, zero reward.
+    frozen = f"(was_term or was_trunc) and autoreset_mode == {DISABLED}"
+    if w.target == "cuda":
+        with w.block(f"if {resetting}:"):
+            _reset_if_asked(w, definition, aliases, autoreset)
+            _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
+            _write_outputs(w, definition, "False", "False", zero_rewards=True)
+        with w.block(f"elif {frozen}:"):
+            _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
+            _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)
+    else:
+        # The CPU function: a reset and a frozen end share one copy of the observe phases, each copy being
+        # compiled on its own (most of the function's compile time); the step's copy stays in the step.
+        with w.block(f"if ({resetting}) or ({frozen}):"):
+            with w.block(f"if {resetting}:"):
+                _reset_if_asked(w, definition, aliases, autoreset)
+            _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
+            with w.block(f"if {resetting}:"):
+                _write_outputs(w, definition, "False", "False", zero_rewards=True)
+            with w.block("else:"):
+                _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)
     with w.block("else:"):
         with w.agents():
             w.line("rewards[g, a] = np.float32(0.0)")
