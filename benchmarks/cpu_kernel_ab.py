@@ -32,9 +32,7 @@ import numpy as np
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
 from gpu_vecenv.check import parse_param
-from gpu_vecenv.codegen import generate_source
-
-OP_STEP = 0  # gpu_vecenv.codegen's op of a step
+from gpu_vecenv.codegen import OP_STEP, generate_source
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -62,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
                         **dict(args.param))  # fmt: skip
     envs.reset(seed=0)
     env = envs.unwrapped
-    # This checkout's kernel is loaded as the other one is, from a file beside it: a kernel loaded through the
-    # env's own cache ran a few percent slower than the same source loaded so, in either role.
+    # This checkout's kernel is loaded as the other one is, from a file beside it, so that nothing but the
+    # source differs (in two runs made while this tool was written, not kept, a kernel run through the env's
+    # own cache was a few percent slower than one loaded from a file, in either role).
     this_file = args.other.with_name(f"this_kernel_{args.other.stem}.py")
     this_file.write_text(generate_source(env.definition, "cpu"))
     kernels = {"this": _load(this_file, "this_cpu_kernel").run, "other": _load(args.other, "other_cpu_kernel").run}

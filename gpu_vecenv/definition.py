@@ -77,7 +77,7 @@ from __future__ import annotations
 import inspect
 import keyword
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -164,6 +164,11 @@ class StateArray:
         """Bytes the array takes for one game of ``num_agents`` agents."""
         values = self.length * (num_agents if self.per == "agent" else 1)
         return values * getattr(torch, self.dtype).itemsize
+
+
+def block_local_bytes(state: Iterable[StateArray], num_agents: int) -> int:
+    """Bytes a game's block-local arrays among ``state`` take: the shared memory of each block of a CUDA kernel."""
+    return sum(arr.bytes_per_game(num_agents) for arr in state if arr.block_local)
 
 
 @dataclass(frozen=True)
@@ -338,7 +343,7 @@ class EnvDefinition:
     @property
     def block_local_bytes(self) -> int:
         """Bytes a game's block-local arrays take: the shared memory of each block of a CUDA kernel."""
-        return sum(arr.bytes_per_game(self.num_agents) for arr in self.state if arr.block_local)
+        return block_local_bytes(self.state, self.num_agents)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""

@@ -62,22 +62,19 @@ class StateLayout:
     def __init__(self, definition: EnvDefinition, block_local_rows: bool = True) -> None:
         self.definition = definition
         self.block_local_rows = block_local_rows
-        self.slots: dict[str, Slot] = {}
-        self.rows = dict.fromkeys(BUFFERS, 0)
+        slots: dict[str, Slot] = {}
+        rows = dict.fromkeys(BUFFERS, 0)
+        left_out = dict.fromkeys(BUFFERS, 0)
         arrays = framework_arrays(definition) + tuple(definition.state)
         for arr in sorted(arrays, key=lambda a: a.block_local):  # stable: the definition's order within each
             buffer = _BUFFER_OF[(arr.per, arr.dtype)]
-            self.slots[arr.name] = Slot(buffer, self.rows[buffer], arr.length, arr.vector or arr.length > 1,
-                                        arr.block_local)  # fmt: skip
-            self.rows[buffer] += arr.length
-        self.slots = {arr.name: self.slots[arr.name] for arr in arrays}
-        self.allocated_rows = dict(self.rows)
-        if not block_local_rows:
-            for slot in self.slots.values():
-                if slot.block_local:
-                    self.allocated_rows[slot.buffer] -= slot.length
+            slots[arr.name] = Slot(buffer, rows[buffer], arr.length, arr.vector or arr.length > 1, arr.block_local)
+            rows[buffer] += arr.length
+            if arr.block_local and not block_local_rows:
+                left_out[buffer] += arr.length
+        self.slots = {arr.name: slots[arr.name] for arr in arrays}
         # Every buffer has a row at least: kernels always take all of them.
-        self.allocated_rows = {name: max(1, rows) for name, rows in self.allocated_rows.items()}
+        self.allocated_rows = {name: max(1, rows[name] - left_out[name]) for name in BUFFERS}
 
     def allocate(self, num_games: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Zeroed packed buffers for ``num_games`` games on ``device``."""

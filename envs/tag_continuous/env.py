@@ -24,7 +24,7 @@ from gpu_vecenv.backends import (
     resident_blocks_per_multiprocessor,
     round_up_to_warps,
 )
-from gpu_vecenv.definition import MAX_BLOCK_LOCAL_BYTES, EnvDefinition, Phase, StateArray
+from gpu_vecenv.definition import MAX_BLOCK_LOCAL_BYTES, EnvDefinition, Phase, StateArray, block_local_bytes
 from gpu_vecenv.vector_env import GpuVectorEnv, resolve_device
 
 RESET_OPTIONS = ("initial_positions", "initial_directions")
@@ -302,7 +302,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         end_phases = (Phase(sim.end_game, "game"),)
     state = block_local_state(state, n, int(block_scratch_bytes))
     if auto_registers and max_registers is not None and is_integer(num_games, 1) and is_integer(multiprocessors, 1):
-        shared = sum(arr.bytes_per_game(n) for arr in state if arr.block_local)
+        shared = block_local_bytes(state, n)
         registers = K_NEAREST_UNCAPPED_REGISTERS["index" if indexed else "scan", shared > 0]
         # A bad block is refused by the backend; until then it leaves the default's choice.
         block = threads_per_block if is_integer(threads_per_block, 1, 1024) else default_threads_per_block(n)
