@@ -386,11 +386,12 @@ def _game_body(w: _Writer, definition: EnvDefinition, aliases: dict[int, str]) -
     else:
         # The CPU function: a reset and a frozen end share one copy of the observe phases, each copy being
         # compiled on its own (most of the function's compile time); the step's copy stays in the step.
-        with w.block(f"if ({resetting}) or ({frozen}):"):
-            with w.block(f"if {resetting}:"):
+        w.line(f"resetting = {resetting}")
+        with w.block(f"if resetting or ({frozen}):"):
+            with w.block("if resetting:"):
                 _reset_if_asked(w, definition, aliases, autoreset)
             _run_phases(w, definition.observe_phases, aliases, list(definition.all_phases), definition.obs_dim)
-            with w.block(f"if {resetting}:"):
+            with w.block("if resetting:"):
                 _write_outputs(w, definition, "False", "False", zero_rewards=True)
             with w.block("else:"):
                 _write_outputs(w, definition, "was_term", "was_trunc", zero_rewards=True)

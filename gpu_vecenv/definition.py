@@ -104,7 +104,7 @@ KERNEL_NAMES = frozenset(
     | {"autoreset_mode", "max_episode_steps", "agent_order"}
     | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
     | {"tid", "nthreads", "i", "slot", "stage", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s", "_st"}
-    | {"pending", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
+    | {"pending", "resetting", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}
     | {"with_game_axis"}
 )
 # ... and _local_NAME, the shared array of a block-local state array NAME.
