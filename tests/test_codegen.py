@@ -326,7 +326,7 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     assert [resident_blocks_per_multiprocessor(r, t) for r, t in [(76, 128), (116, 256), (48, 128), (48, 256)]] == [
         6, 2, 10, 5]  # fmt: skip
     assert resident_blocks_per_multiprocessor(16, 32) == 32
-    # The scan's scratch in shared memory (the default): 66 registers, 7 blocks of 128 threads an SM.
+    # The scan's scratch in shared memory (the default): 72 registers, 7 blocks of 128 threads an SM.
     scan = {"num_taggers": 10, "num_runners": 100, "num_other_agents_observed": 10}
     assert cap(100, **scan) is None
     assert cap(7 * 132, **scan) is None
@@ -340,7 +340,7 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
     assert cap(264, **index) is None
     assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
-    # The block the env launches counts: 66 registers and 512 threads hold 1 block an SM, 64 threads 14.
+    # The block the env launches counts: 72 registers and 512 threads hold 1 block an SM, 64 threads 14.
     assert cap(7 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(132, threads_per_block=512, **scan) is None
     assert cap(14 * 132, threads_per_block=64, **scan) is None

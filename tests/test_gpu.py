@@ -186,7 +186,7 @@ def test_close_frees_gpu_memory():
 
 
 def test_the_k_nearest_cap_follows_the_number_of_games_the_card_holds_at_once():
-    # 7 agents: blocks of one warp, at most 28 an SM uncapped (66 registers), so 33 an SM are more than fit.
+    # 7 agents: blocks of one warp, at most 28 an SM uncapped (72 registers), so 33 an SM are more than fit.
     multiprocessors = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     few = gym.make_vec("WarpTag-v0", num_envs=8, device="cuda", **SMALL_TAG)
     assert few.unwrapped.definition.max_registers is None

@@ -51,11 +51,11 @@ K_NEAREST_MAX_REGISTERS = 48
 # capped and 510 uncapped, at 262 games of 2000 agents 449 and 417, at 128 of 4096 569 and 537; the scan
 # at 100, 264 and 528 games of 110 agents 35.2 / 39.8 / 53.0 capped, 33.9 / 37.8 / 49.5 uncapped (at 2000
 # games the cap won, 126 against 137 us on an H200). The uncapped kernels' registers (ptx_report.py, sm_90,
-# 10+100 and 100+900 agents), keyed by the search and by whether the step's scratch is in shared memory
-# (block_scratch_bytes > 0, v43): the scan 66 (80 in the buffers: 7 blocks of 128 threads an SM against 6),
-# the index 104 (112; 2 blocks of 256 either way); resident games follow from them
+# 10+100 and 100+900 agents, game_work="staged"), keyed by the search and by whether the step's scratch is in
+# shared memory (block_scratch_bytes > 0, v43): the scan 72 (80 in the buffers: 7 blocks of 128 threads an
+# SM against 6), the index 112 (95; 2 blocks of 256 either way); resident games follow from them
 # (resident_blocks_per_multiprocessor).
-K_NEAREST_UNCAPPED_REGISTERS = {("scan", True): 66, ("scan", False): 80, ("index", True): 104, ("index", False): 112}
+K_NEAREST_UNCAPPED_REGISTERS = {("scan", True): 72, ("scan", False): 80, ("index", True): 112, ("index", False): 95}
 
 
 # The full observation's step is bound by writing the observation, each game's rows one long stream of
@@ -224,7 +224,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
-        listed = Phase(sim.observe_listed, "slot", slots=k)
+        # The features cleared first, two entries a store, so that the places that list no agent (every
+        # place of an agent out of the game) take no stores of their own (NOTES.md v46).
+        listed: tuple[Phase, ...] = (
+            Phase(sim.clear_listed_features, "slot", slots=7 * k // 2 + 1),
+            Phase(sim.observe_listed, "slot", slots=k),
+        )
         block_threads = None
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
@@ -244,7 +249,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 )
             else:
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
-            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), listed)
+            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), *listed)
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.
@@ -252,7 +257,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
-            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), *listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
