@@ -279,6 +279,17 @@ def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
             tag_definition(TagConfig(), backend="cuda", block_scratch_bytes=bad)
 
 
+def test_clear_observation_adds_the_clearing_phase_to_the_k_nearest_observation_only():
+    names = [p.name for p in tag_definition(TagConfig(), backend="cuda", clear_observation=True).observe_phases]
+    assert names[-2:] == ["clear_listed_features", "observe_listed"]
+    assert "clear_listed_features" not in [p.name for p in tag_definition(TagConfig(), backend="cuda").observe_phases]
+    full = tag_definition(TagConfig(use_full_observation=True), backend="cuda", clear_observation=True)
+    assert "clear_listed_features" not in [p.name for p in full.observe_phases]
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError, match=f"clear_observation must be True or False, got {bad!r}"):
+            tag_definition(TagConfig(), backend="cuda", clear_observation=bad)
+
+
 def test_block_local_arrays_must_be_agent_arrays_within_a_blocks_static_shared_memory():
     definition = tag_definition(TagConfig(), backend="cpu")
     with pytest.raises(ValueError, match="state array 'total' is block_local; only agent arrays may be"):
@@ -326,7 +337,7 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     assert [resident_blocks_per_multiprocessor(r, t) for r, t in [(76, 128), (116, 256), (48, 128), (48, 256)]] == [
         6, 2, 10, 5]  # fmt: skip
     assert resident_blocks_per_multiprocessor(16, 32) == 32
-    # The scan's scratch in shared memory (the default): 72 registers, 7 blocks of 128 threads an SM.
+    # The scan's scratch in shared memory (the default): 66 registers, 7 blocks of 128 threads an SM.
     scan = {"num_taggers": 10, "num_runners": 100, "num_other_agents_observed": 10}
     assert cap(100, **scan) is None
     assert cap(7 * 132, **scan) is None
@@ -340,7 +351,7 @@ def test_the_k_nearest_cap_is_dropped_where_every_game_fits_on_the_card_uncapped
     index = {"num_taggers": 90, "num_runners": 910, "num_other_agents_observed": 10}
     assert cap(264, **index) is None
     assert cap(265, **index) == K_NEAREST_MAX_REGISTERS
-    # The block the env launches counts: 72 registers and 512 threads hold 1 block an SM, 64 threads 14.
+    # The block the env launches counts: 66 registers and 512 threads hold 1 block an SM, 64 threads 14.
     assert cap(7 * 132, threads_per_block=512, **scan) == K_NEAREST_MAX_REGISTERS
     assert cap(132, threads_per_block=512, **scan) is None
     assert cap(14 * 132, threads_per_block=64, **scan) is None
