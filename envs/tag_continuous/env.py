@@ -286,7 +286,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         "tail_entries": int(config.obs_dim - 7 * config.num_observed),
         "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
-        "places_cleared": int(bool(clear_observation) and not config.use_full_observation),
+        "places_cleared": int(clear_observation and not config.use_full_observation),
     }
     if not config.use_full_observation and not indexed:
         constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts

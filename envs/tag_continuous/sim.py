@@ -590,19 +590,11 @@ def clear_listed_features(g, a, slot, obs, num_observed):
     that list an agent: an agent out of the game, and an empty place, see zeros without a store of
     their own. Those zeros were seven 4-byte stores a place, each a warp's stores spread over the rows
     of three or four agents; here a warp's stores cover one run of the observation, 256 bytes.
-    ``shift`` is 1 where the row starts 4 bytes past an 8-byte boundary: entry 0 is then written alone
-    by call 0.
+    The entries pair up as :func:`paired_slots` pairs slots: where the row starts 4 bytes past an 8-byte
+    boundary, entry 0 is written alone by call 0.
     """
-    features = 7 * num_observed
-    shift = 0 if pair_aligned(obs, g, a, 0) else 1
-    if shift == 1 and slot == 0:
-        obs[g, a, 0] = ZERO
-        return
-    i = 2 * slot - shift
-    if i + 1 < features:
-        store_pair(obs, g, a, i, ZERO, ZERO)
-    elif i < features:
-        obs[g, a, i] = ZERO
+    first, has_first, has_second, _, _ = paired_slots(g, a, slot, obs, 7 * num_observed)
+    store_entry_pair(obs, g, a, first, ZERO, ZERO, has_first, has_second)
 
 
 @shared
