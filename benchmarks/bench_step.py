@@ -163,7 +163,6 @@ class Case:
     game_work: str | None = None  # WarpTag-v0's per-game work, "serial" or "staged" (None: its default)
     direct_write_bytes: int | None = None  # the env's option (None: the device's default)
     block_scratch_bytes: int | None = None  # WarpTag-v0's shared memory for the step's scratch (None: its default)
-    clear_observation: bool = False  # WarpTag-v0's K-nearest features cleared first, two entries a store (v46)
 
     @property
     def agents(self) -> int:
@@ -343,15 +342,9 @@ def _allocated(device: torch.device) -> int:
     return torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
 
 
-def _tag_options(case: Case) -> dict[str, Any]:
-    """WarpTag-v0's ``block_scratch_bytes`` and ``clear_observation`` keywords of ``case``'s env, where it sets
-    them (else WarpTag-v0's defaults)."""
-    options: dict[str, Any] = (
-        {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
-    )
-    if case.clear_observation:
-        options["clear_observation"] = True
-    return options
+def _block_scratch(case: Case) -> dict[str, int]:
+    """The ``block_scratch_bytes`` keyword of ``case``'s env, where it names one (else WarpTag-v0's default)."""
+    return {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
 
 
 def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
@@ -360,7 +353,7 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
                         spatial_index=case.spatial_index, max_registers=case.max_registers, game_work=case.game_work,
-                        direct_write_bytes=case.direct_write_bytes, **_tag_options(case),
+                        direct_write_bytes=case.direct_write_bytes, **_block_scratch(case),
                         **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
@@ -444,16 +437,14 @@ def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
             "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
             "max_registers": case.max_registers, "game_work": case.game_work,
-            "direct_write_bytes": case.direct_write_bytes, "block_scratch_bytes": case.block_scratch_bytes,
-            "clear_observation": case.clear_observation}  # fmt: skip
+            "direct_write_bytes": case.direct_write_bytes, "block_scratch_bytes": case.block_scratch_bytes}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     """Set up ``case`` in a fresh process whose kernel cache is ``cache``: its set-up seconds (or the error)."""
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
                        "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers,
-                       "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes,
-                       "clear_observation": case.clear_observation})  # fmt: skip
+                       "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -820,12 +811,6 @@ def main() -> None:
         " the step's scratch arrays (0: none, all in the state buffers); default: its default",
     )
     parser.add_argument(
-        "--clear-observation",
-        action="store_true",
-        help="WarpTag-v0's clear_observation in every case: the K-nearest observation's features cleared first,"
-        " two entries a store, and then only the listed agents written (benchmarks/NOTES.md v46)",
-    )
-    parser.add_argument(
         "--actions-in-place",
         action="store_true",
         help="draw WarpTag-v0's actions into its action_buffer, which step reads where they are (as WarpDrive's"
@@ -864,8 +849,6 @@ def main() -> None:
         cases = [replace(case, game_work=args.game_work) for case in cases]
     if args.block_scratch_bytes is not None:
         cases = [replace(case, block_scratch_bytes=args.block_scratch_bytes) for case in cases]
-    if args.clear_observation:
-        cases = [replace(case, clear_observation=True) for case in cases]
     if args.direct_write_bytes is not None:
         if args.direct_write_bytes < 0:
             parser.error(f"--direct-write-bytes must be >= 0, got {args.direct_write_bytes}")

@@ -75,20 +75,6 @@ SCENARIOS = {
         _edge_options(),
     ),
     "k_above_alive": ({"num_other_agents_observed": 4, "tagging_distance": 0.4}, 6, None),
-    # The listed agents' features cleared first by 8-byte stores, into rows of 7 * 2 + 1 entries (every other
-    # row starts 4 bytes past an 8-byte boundary), runners leaving the game; and through the spatial index.
-    "cleared_places": ({"clear_observation": True, "tagging_distance": 0.4}, 6, None),
-    "cleared_places_index": (
-        {
-            "clear_observation": True,
-            "spatial_index": True,
-            "num_runners": 14,
-            "tagging_distance": 0.2,
-            "threads_per_block": 4,
-        },
-        4,
-        None,
-    ),  # fmt: skip
     "one_thread_per_block": ({"threads_per_block": 1}, 3, None),
     # The simulator has no register file: a capped env's kernel runs there without the cap.
     "register_cap": ({"use_full_observation": True, "max_registers": 32}, 3, None),

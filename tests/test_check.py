@@ -87,15 +87,6 @@ def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_c
     assert check_outputs_written(broken, num_games=2, steps=12) == ["obs"]
 
 
-def test_cleared_places_leave_no_observation_entry_unwritten():
-    # Zeros come from clear_listed_features alone where a place lists no agent: the outputs check poisons the
-    # buffers before every launch, so an entry that neither phase writes would be named.
-    config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0, num_other_agents_observed=2))
-    for spatial_index in (False, True):
-        definition = tag_definition(config, spatial_index=spatial_index, backend="cpu", clear_observation=True)
-        assert check_outputs_written(definition, num_games=2, steps=12) == []
-
-
 def test_a_block_local_array_read_before_a_launch_writes_it_is_named_by_the_block_local_check():
     config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=0.3))
     for spatial_index in (False, True):

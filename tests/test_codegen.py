@@ -279,17 +279,6 @@ def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
             tag_definition(TagConfig(), backend="cuda", block_scratch_bytes=bad)
 
 
-def test_clear_observation_adds_the_clearing_phase_to_the_k_nearest_observation_only():
-    names = [p.name for p in tag_definition(TagConfig(), backend="cuda", clear_observation=True).observe_phases]
-    assert names[-2:] == ["clear_listed_features", "observe_listed"]
-    assert "clear_listed_features" not in [p.name for p in tag_definition(TagConfig(), backend="cuda").observe_phases]
-    full = tag_definition(TagConfig(use_full_observation=True), backend="cuda", clear_observation=True)
-    assert "clear_listed_features" not in [p.name for p in full.observe_phases]
-    for bad in (1, "yes", None):
-        with pytest.raises(TypeError, match=f"clear_observation must be True or False, got {bad!r}"):
-            tag_definition(TagConfig(), backend="cuda", clear_observation=bad)
-
-
 def test_block_local_arrays_must_be_agent_arrays_within_a_blocks_static_shared_memory():
     definition = tag_definition(TagConfig(), backend="cpu")
     with pytest.raises(ValueError, match="state array 'total' is block_local; only agent arrays may be"):

@@ -169,24 +169,6 @@ def test_the_steps_scratch_in_shared_memory_gives_the_buffers_game_bit_for_bit(p
     buffers.close()
 
 
-@pytest.mark.parametrize(
-    "params",
-    [dict(num_envs=2000, num_taggers=10, num_runners=100), dict(num_envs=64, num_taggers=20, num_runners=600)],
-    ids=["scan", "index"],
-)
-def test_cleared_places_give_the_default_observation_bit_for_bit(params):
-    cleared = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, clear_observation=True, **params)
-    default = gym.make_vec("WarpTag-v0", device="cuda", episode_length=20, **params)
-    assert torch.equal(cleared.reset(seed=4)[0], default.reset(seed=4)[0])
-    for _ in range(45):  # two episodes and more: runners tagged and gone, their places left as cleared
-        actions = random_actions(cleared)
-        for now, then in zip(cleared.step(actions)[:4], default.step(actions)[:4], strict=True):
-            assert torch.equal(now, then)
-    assert not cleared.unwrapped.state["alive"].all()
-    cleared.close()
-    default.close()
-
-
 def test_close_frees_gpu_memory():
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()

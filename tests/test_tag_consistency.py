@@ -107,19 +107,6 @@ def test_k_larger_than_the_agents_alive(device):
     assert obs.shape == (envs.num_envs, 7 * 6 + 2)
 
 
-@pytest.mark.parametrize("spatial_index", [False, True], ids=["scan", "index"])
-@pytest.mark.parametrize("k", [2, 3], ids=["rows_shifted", "rows_aligned"])
-def test_cleared_places_observe_the_reference_game(device, spatial_index, k):
-    # The features cleared first, two entries a store, then only the listed agents written: runners leave the
-    # game (every place of theirs stays cleared) and K = 2 gives rows of 15 entries, every other one starting
-    # 4 bytes past an 8-byte boundary.
-    envs = make(device, clear_observation=True, spatial_index=spatial_index, num_other_agents_observed=k,
-                tagging_distance=0.3)  # fmt: skip
-    assert envs.unwrapped.definition.observe_phases[-2].name == "clear_listed_features"
-    report = check(envs, steps=35, seed=6)
-    assert report.game_ends >= 6
-
-
 def test_warpdrive_layout_without_own_type(device):
     envs = make(device, observe_own_type=False)
     assert envs.single_observation_space.shape == (7 * 3 + 1,)

@@ -54,8 +54,7 @@ K_NEAREST_MAX_REGISTERS = 48
 # 10+100 and 100+900 agents, game_work="staged"), keyed by the search and by whether the step's scratch is in
 # shared memory (block_scratch_bytes > 0, v43): the scan 66 (80 in the buffers: 7 blocks of 128 threads an
 # SM against 6), the index 104 (112; 2 blocks of 256 either way); resident games follow from them
-# (resident_blocks_per_multiprocessor). With clear_observation (v46) the scan takes 72 and the index 112
-# (95 in the buffers): the same blocks an SM.
+# (resident_blocks_per_multiprocessor).
 K_NEAREST_UNCAPPED_REGISTERS = {("scan", True): 66, ("scan", False): 80, ("index", True): 104, ("index", False): 112}
 
 
@@ -138,8 +137,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                    multiprocessors: int | None = None,
                    threads_per_block: int | None = None,
                    sm_limits: MultiprocessorLimits = SM_90_LIMITS,
-                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES,
-                   clear_observation: bool = False) -> EnvDefinition:  # fmt: skip
+                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -167,11 +165,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     CPU). The results are the same either way. ``block_scratch_bytes``: the
     shared memory a game's CUDA block may take for the step's scratch arrays
     (``BLOCK_LOCAL_ORDER``), 0 to keep them all in the buffers; the results
-    are the same either way. ``clear_observation``: with the K-nearest
-    observation, a phase first writes zeros over every listed agent's features,
-    two entries a store, and the places then write only the agents they list
-    (``benchmarks/NOTES.md`` v46); the observations are the same either way.
-    Ignored with the full observation.
+    are the same either way.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -192,8 +186,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             f"WarpTag: block_scratch_bytes must be an integer in [0, {MAX_BLOCK_LOCAL_BYTES}], "
             f"got {block_scratch_bytes!r}"
         )
-    if not isinstance(clear_observation, (bool, np.bool_)):
-        raise TypeError(f"WarpTag: clear_observation must be True or False, got {clear_observation!r}")
     if game_work is None:
         game_work = DEFAULT_GAME_WORK[backend]
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
@@ -232,11 +224,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
-        # With clear_observation, the features cleared first, two entries a store, so that the places that
-        # list no agent (every place of an agent out of the game) take no stores of their own (NOTES.md v46).
-        listed: tuple[Phase, ...] = (Phase(sim.observe_listed, "slot", slots=k),)
-        if clear_observation:
-            listed = (Phase(sim.clear_listed_features, "slot", slots=7 * k // 2 + 1), *listed)
+        listed = Phase(sim.observe_listed, "slot", slots=k)
         block_threads = None
         if indexed:
             # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
@@ -256,7 +244,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 )
             else:
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
-            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), *listed)
+            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), listed)
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.
@@ -264,7 +252,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
-            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), *listed)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
@@ -286,7 +274,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         "tail_entries": int(config.obs_dim - 7 * config.num_observed),
         "tagger_ids": sorted(config.taggers),
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
-        "places_cleared": int(clear_observation and not config.use_full_observation),
     }
     if not config.use_full_observation and not indexed:
         constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
@@ -413,17 +400,15 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
     ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``,
-    ``game_work``, ``block_scratch_bytes`` and ``clear_observation`` (see :func:`tag_definition`).
+    ``game_work`` and ``block_scratch_bytes`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
     game_work = kwargs.pop("game_work", None)
     block_scratch_bytes = kwargs.pop("block_scratch_bytes", BLOCK_SCRATCH_BYTES)
-    clear_observation = kwargs.pop("clear_observation", False)
     config = TagConfig.from_kwargs(
-        options=GpuVectorEnv.OPTIONS
-        | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes", "clear_observation"},
+        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes"},
         **kwargs,
     )
     # The device decides the default search and register cap, so it is resolved (or refused) before the
@@ -442,6 +427,5 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         threads_per_block=env_kwargs.get("threads_per_block"),
         sm_limits=sm_limits,
         block_scratch_bytes=block_scratch_bytes,
-        clear_observation=clear_observation,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)

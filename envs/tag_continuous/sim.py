@@ -582,29 +582,11 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
 
 
 @shared
-def clear_listed_features(g, a, slot, obs, num_observed):
-    """Zeros into agent ``a``'s listed agents' features (entries ``0 .. 7 * num_observed - 1``), call ``slot``
-    of ``7 * num_observed // 2 + 1`` writing two entries by one 8-byte store, or one at the row's ends.
-
-    :func:`observe_listed` (with ``places_cleared`` 1) then writes only the features of the places
-    that list an agent: an agent out of the game, and an empty place, see zeros without a store of
-    their own. Those zeros were seven 4-byte stores a place, each a warp's stores spread over the rows
-    of three or four agents; here a warp's stores cover one run of the observation, 256 bytes.
-    The entries pair up as :func:`paired_slots` pairs slots: where the row starts 4 bytes past an 8-byte
-    boundary, entry 0 is written alone by call 0.
-    """
-    first, has_first, has_second, _, _ = paired_slots(g, a, slot, obs, 7 * num_observed)
-    store_entry_pair(obs, g, a, first, ZERO, ZERO, has_first, has_second)
-
-
-@shared
 def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                   agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length,
-                   places_cleared):  # fmt: skip
+                   agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
     """Partial observation, slot ``slot < num_observed``: the seven features of the agent listed at
-    ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]``, zeros for an empty place and for every place
-    when ``a`` is out of the game (with ``places_cleared`` 1 those are left as
-    :func:`clear_listed_features` wrote them); slot 0 also writes the entries after them (as in
+    ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]`` (zeros for an empty place, or for every place
+    when ``a`` is out of the game); slot 0 also writes the entries after them (as in
     :func:`observe_every_other`, whose reasons hold here too).
 
     The listed id is loaded once and the seven values side by side, before any store: one chain of
@@ -616,9 +598,8 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
     row = list_row[g, a]
     j = nbr_id[slot, g, row] if row >= 0 else np.int32(-1)
     if j < 0:
-        if places_cleared == 0:
-            for f in range(7):
-                obs[g, a, f * num_observed + slot] = ZERO
+        for f in range(7):
+            obs[g, a, f * num_observed + slot] = ZERO
     else:
         write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
                        agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
