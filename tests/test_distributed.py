@@ -175,6 +175,23 @@ def test_torchrun_two_processes_train_in_step_and_only_rank_0_writes(tmp_path):
     assert set(checkpoint["policies"]) == {"tagger", "runner"} and checkpoint["game_steps"] == 64
 
 
+@pytest.mark.gpu
+def test_torchrun_on_gpus_trains_over_nccl_and_meets_at_the_host_barrier(tmp_path):
+    # One process a GPU, two where there are two: the gradients over NCCL, the host floats and the barrier
+    # before the process group is torn down (Processes.wait_for_all) over the second, gloo group.
+    processes = min(2, torch.cuda.device_count())
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
+               str(EXAMPLES / "cleanrl_ppo_tag.py"), "--distributed", "--device", "cuda", "--num-envs", "4",
+               "--num-steps", "8", "--total-timesteps", str(32 * processes), "--log-every", "1",
+               "--eval-games", "0", "--hidden-size", "16", *TINY, "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(command, env=SINGLE_THREADED, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["processes"] == processes and summary["game_steps"] == 32 * processes
+    assert len({shard["weights_sha256"] for shard in summary["shards"]}) == 1
+
+
 def test_distributed_outside_torchrun_says_how_to_start_it(tmp_path):
     env = {k: v for k, v in SINGLE_THREADED.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
     proc = subprocess.run([sys.executable, str(EXAMPLES / "cleanrl_ppo_tag.py"), "--distributed", "--device", "cpu",
