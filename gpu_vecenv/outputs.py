@@ -146,7 +146,9 @@ class OutputArena:
         if batch_bytes is None:
             batch_bytes = _BATCH_BYTES_GPU if device.type == "cuda" else _BATCH_BYTES_CPU
         self._batch = max(1, min(_BATCH_SLOTS, batch_bytes // self.nbytes))
-        self._fresh_rows: tuple[torch.Tensor, ...] = ()
+        # The current batch's bytes: (slots, nbytes) uint8, or (nbytes,) where a batch is one slot. Its rows
+        # are not unbound ahead: the ring needs only their addresses, and a view costs about 1 us of host time.
+        self._fresh_memory = torch.empty(0, dtype=torch.uint8, device=device)
         self._fresh: list[SlotOutputs] = []
         self._next = 0
         self._batches_made = 0
@@ -232,15 +234,18 @@ class OutputArena:
         if self._next == len(self._fresh):
             if self._batch == 1:  # large outputs, a slot every step: no batch dimension to take apart
                 row = torch.empty(self.nbytes, dtype=torch.uint8, device=self._device)
-                self._fresh_rows, self._fresh = (row,), [self._row_views(row)]
+                self._fresh_memory, self._fresh = row, [self._row_views(row)]
             else:
                 rows = torch.empty((self._batch, self.nbytes), dtype=torch.uint8, device=self._device)
-                self._fresh_rows = rows.unbind(0)
-                self._fresh = self._slot_views(rows)
+                self._fresh_memory, self._fresh = rows, self._slot_views(rows)
             self._next = 0
             self._batches_made += 1
         self._next += 1
         return self._next - 1
+
+    def _fresh_row(self, i: int) -> torch.Tensor:
+        """The bytes ``(nbytes,)`` uint8 of slot ``i`` of the current batch."""
+        return self._fresh_memory if self._fresh_memory.dim() == 1 else self._fresh_memory[i]
 
     def results(self, copy: bool) -> SlotOutputs:
         """The latest outputs: a fresh copy (``copy=True``) or the arena itself, overwritten by the next launch."""
@@ -249,7 +254,7 @@ class OutputArena:
         if not copy:
             return self._own
         i = self._take_fresh()
-        self._stream_ops.copy(self._fresh_rows[i], self.buffer)
+        self._stream_ops.copy(self._fresh_row(i), self.buffer)
         return self._fresh[i]
 
     def ring(self) -> torch.Tensor:
@@ -270,7 +275,8 @@ class OutputArena:
         by the stream (:meth:`StreamOps.write_words`)."""
         i = self._take_fresh()
         if self._ring_next != (self._batches_made, i):
-            addresses = [row.data_ptr() for row in self._fresh_rows]
+            base, slots = self._fresh_memory.data_ptr(), len(self._fresh)
+            addresses = [base + k * self.nbytes for k in range(slots)]
             if len(addresses) == 1:
                 # Large outputs, a batch (and a ring write) every step: two words written by the stream itself,
                 # where a copy from pageable memory cost device time every step.
@@ -291,4 +297,4 @@ class OutputArena:
         returns them, and the slot's bytes ``(nbytes,)`` uint8 (uninitialized until the launch), whose
         views or data pointers :meth:`kernel_views` and :meth:`kernel_pointers` give the kernel."""
         i = self._take_fresh()
-        return self._fresh[i], self._fresh_rows[i]
+        return self._fresh[i], self._fresh_row(i)

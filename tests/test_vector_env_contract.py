@@ -355,7 +355,7 @@ def test_large_fresh_outputs_are_written_by_the_kernel_itself(device, mode, slot
 
     def take_poisoned(arena):
         i = take_fresh(arena)
-        arena._fresh_rows[i].fill_(0xFF)
+        arena._fresh_row(i).fill_(0xFF)
         return i
 
     monkeypatch.setattr(outputs.OutputArena, "_take_fresh", take_poisoned)
