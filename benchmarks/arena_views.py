@@ -1,7 +1,7 @@
 """Host time of handing out fresh outputs (``copy=True``) against the size of the batches they are made in.
 
     python benchmarks/arena_views.py [--caps-mb 8 64 1048576] [--steps 2000] [--device meta|cpu]
-                                     [--same-step] [--fresh-for-kernel]
+                                     [--same-step] [--fresh-for-kernel | --ring-slot] [--rounds N]
 
 ``step`` with ``copy=True`` copies the output arena into a fresh slot whose
 views (obs, rewards, flags) were made ahead, a batch of slots at a time. This
@@ -13,13 +13,18 @@ cpu`` the arena is real CPU memory and the copy is in it: the CPU backend's
 cost of ``copy=True`` under each cap. ``--same-step`` adds ``final_obs`` and
 its flags to the outputs; ``--fresh-for-kernel`` times
 :meth:`~gpu_vecenv.outputs.OutputArena.fresh_for_kernel` instead, the fresh
-slot the kernel writes itself where the outputs are large (no copy). Prints
-one line per configuration and cap: the slots per batch and the µs per step.
+slot the kernel writes itself where the outputs are large (no copy); ``--ring-slot``
+times :meth:`~gpu_vecenv.outputs.OutputArena.ring_slot`, the fresh slot a CUDA
+kernel finds through the device ring (a GPU's ``copy=True`` where a batch holds
+two slots or more; the ring's write is a host-to-device copy there, a CPU copy
+here). Prints one line per configuration and cap: the slots per batch and the µs
+per step (with ``--rounds N``, the median and the smallest of N timings).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -32,17 +37,26 @@ CONFIGS = ((100, 110, 73), (2000, 110, 73), (64, 4, 23), (10000, 4, 23), (2000, 
 
 
 def host_us_per_step(games: int, agents: int, obs_dim: int, cap_bytes: int, steps: int, device: torch.device,
-                     same_step: bool = False, fresh_for_kernel: bool = False) -> tuple[float, int, int]:  # fmt: skip
-    """µs per ``results(copy=True)`` call (or ``fresh_for_kernel()`` call) with batches capped at
-    ``cap_bytes``, the slots per batch and the bytes of one step's outputs."""
-    arena = outputs.OutputArena(games, agents, obs_dim, same_step, device, batch_bytes=cap_bytes)
-    hand_out = arena.fresh_for_kernel if fresh_for_kernel else lambda: arena.results(True)
+                     same_step: bool = False, hand_out: str = "results", rounds: int = 1,
+                     ) -> tuple[list[float], int, int]:  # fmt: skip
+    """µs per call of ``hand_out`` (``"results"``: ``results(copy=True)``; ``"fresh_for_kernel"``;
+    ``"ring_slot"``) with batches capped at ``cap_bytes``, timed ``rounds`` times; the slots per batch
+    and the bytes of one step's outputs."""
+    arena = outputs.OutputArena(games, agents, obs_dim, same_step, device, batch_bytes=cap_bytes,
+                                own_buffer=hand_out == "results")  # fmt: skip
+    if hand_out == "ring_slot" and arena.slots_per_batch == 1:
+        return [], 1, arena.nbytes  # no env names its slots through the ring at one slot a batch
+    call = {"results": lambda: arena.results(True), "fresh_for_kernel": arena.fresh_for_kernel,
+            "ring_slot": arena.ring_slot}[hand_out]  # fmt: skip
     for _ in range(min(steps, 200)):
-        hand_out()
-    start = time.perf_counter()
-    for _ in range(steps):
-        hand_out()
-    return 1e6 * (time.perf_counter() - start) / steps, arena._batch, arena.nbytes
+        call()
+    timings = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(steps):
+            call()
+        timings.append(1e6 * (time.perf_counter() - start) / steps)
+    return timings, arena.slots_per_batch, arena.nbytes
 
 
 def main() -> None:
@@ -51,18 +65,30 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--device", choices=("meta", "cpu"), default="meta")
     parser.add_argument("--same-step", action="store_true", help="the outputs of SAME_STEP autoreset")
-    parser.add_argument("--fresh-for-kernel", action="store_true", help="time fresh_for_kernel() instead")
+    hand_out = parser.add_mutually_exclusive_group()
+    hand_out.add_argument("--fresh-for-kernel", action="store_true", help="time fresh_for_kernel() instead")
+    hand_out.add_argument("--ring-slot", action="store_true", help="time ring_slot() instead")
+    parser.add_argument("--rounds", type=int, default=1, help="time each configuration this many times")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    call = "fresh_for_kernel" if args.fresh_for_kernel else "ring_slot" if args.ring_slot else "results"
     device = torch.device(args.device)
     print(f"default cap: {outputs._BATCH_BYTES_GPU >> 20} MB on a GPU, {outputs._BATCH_BYTES_CPU >> 20} MB elsewhere; "
           f"at most {outputs._BATCH_SLOTS} slots a batch; device {args.device}")  # fmt: skip
     for games, agents, obs_dim in CONFIGS:
         for cap in args.caps_mb:
-            us, batch, nbytes = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps, device,
-                                                 args.same_step, args.fresh_for_kernel)  # fmt: skip
+            timings, batch, nbytes = host_us_per_step(games, agents, obs_dim, cap << 20, args.steps, device,
+                                                      args.same_step, call, args.rounds)  # fmt: skip
             mb = nbytes / 2**20
+            if not timings:
+                us = "the ring is not used at one slot a batch"
+            elif len(timings) == 1:
+                us = f"{timings[0]:.1f} us a step"
+            else:
+                us = f"{statistics.median(timings):.2f} (min {min(timings):.2f}) us a step"
             print(f"{games} games x {agents} agents, obs {obs_dim} ({mb:.2f} MB a step), cap {cap} MB: "
-                  f"{batch} slots a batch, {us:.1f} us a step")  # fmt: skip
+                  f"{batch} slots a batch, {us}")  # fmt: skip
 
 
 if __name__ == "__main__":

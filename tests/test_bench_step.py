@@ -188,6 +188,17 @@ def test_arena_views_times_the_fresh_slots_a_kernel_writes_itself():
                      proc.stdout)  # fmt: skip
 
 
+def test_arena_views_times_the_slots_named_through_the_ring_in_rounds():
+    command = [sys.executable, str(ROOT / "benchmarks" / "arena_views.py"), "--caps-mb", "64", "--steps", "20",
+               "--ring-slot", "--rounds", "3"]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"100 games x 110 agents, obs 73 \(3.16 MB a step\), cap 64 MB: 20 slots a batch, "
+                     r"\d+\.\d\d \(min \d+\.\d\d\) us a step", proc.stdout)  # fmt: skip
+    assert re.search(r"2000 games x 110 agents, .*: 1 slots a batch, the ring is not used at one slot a batch",
+                     proc.stdout)  # fmt: skip
+
+
 def test_the_register_cap_option_takes_a_cap_none_or_auto():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_step import register_cap
