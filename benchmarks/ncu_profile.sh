@@ -10,6 +10,10 @@
 # NCU_METRICS only those metrics (a comma-separated list; `ncu --query-metrics` lists them). PARAMS adds
 # step_loop.py arguments (`--param KEY=VALUE`) to every configuration. The kernel cache is filled by a run
 # without the profiler first, so the profiled process only loads the kernel.
+# SOURCE=1 compiles the kernel with line information (GPU_VECENV_LINEINFO=1), keeps the report
+# (OUTDIR/NAME.ncu-rep, the sources imported) and writes its source page, instructions executed and stall
+# samples per line of the generated kernel module (each phase is one call line there), as CSV:
+# OUTDIR/NAME.source.csv; `python benchmarks/ncu_source_lines.py OUTDIR/NAME.source.csv` sums it by line.
 set -uo pipefail
 out=${1:?usage: bash benchmarks/ncu_profile.sh OUTDIR [NAME...]}
 shift
@@ -25,12 +29,22 @@ declare -A configs=(
 )
 what=(--set full)
 [ -z "${NCU_METRICS:-}" ] || what=(--metrics "$NCU_METRICS")
+if [ "${SOURCE:-0}" = 1 ]; then
+  export GPU_VECENV_LINEINFO=1
+fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(k10_2000 full_5x100 index_100x900)
 for name in "${names[@]}"; do
   args="${configs[$name]:?unknown configuration $name (known: ${!configs[*]})} ${PARAMS:-}"
   python3 "$here/step_loop.py" $args --steps 2 > /dev/null
-  "$ncu" --clock-control none "${what[@]}" -k regex:run --launch-skip 10 --launch-count 1 \
+  keep=()
+  [ "${SOURCE:-0}" = 1 ] && keep=(--import-source yes -f -o "$out/$name")
+  "$ncu" --clock-control none "${what[@]}" "${keep[@]}" -k regex:run --launch-skip 10 --launch-count 1 \
       python3 "$here/step_loop.py" $args --steps 12 > "$out/$name.txt" 2>&1
   echo "$name: ncu exit status $?, $(grep -c . "$out/$name.txt") lines"
+  if [ "${SOURCE:-0}" = 1 ]; then
+    "$ncu" -i "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1
+    "$ncu" -i "$out/$name.ncu-rep" --page source --csv --print-source cuda > "$out/$name.source.csv" 2>&1
+    echo "$name: source page exit status $?, $(grep -c . "$out/$name.source.csv") lines"
+  fi
 done

@@ -34,6 +34,12 @@ text and the sources of the package and of the env's phase modules, then
 imported; Numba's own on-disk cache then makes later processes skip
 compilation. Editing any of those sources yields a new file name, so a stale
 kernel is never loaded.
+
+``GPU_VECENV_LINEINFO=1`` in the environment compiles the CUDA kernel with line
+information (``lineinfo=True``), so that a profiler (Nsight Compute's source
+page) counts instructions and stalls per line of the generated module and of
+the phase functions it calls. The generated text differs, so such a kernel is
+cached apart from the plain one.
 """
 
 from __future__ import annotations
@@ -282,7 +288,8 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
     if target == "cuda":
         # The simulator's jit takes no register cap, and there is no register file to cap.
         cap = "" if definition.max_registers is None or SIMULATOR else f", max_registers={definition.max_registers}"
-        w.line(f"@cuda.jit(cache=True{cap})")
+        lines = ", lineinfo=True" if os.environ.get("GPU_VECENV_LINEINFO") == "1" and not SIMULATOR else ""
+        w.line(f"@cuda.jit(cache=True{cap}{lines})")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):

@@ -297,6 +297,14 @@ def test_a_register_cap_reaches_the_cuda_kernel_only():
     assert "@cuda.jit(cache=True)\n" in generate_source(plain, "cuda")
 
 
+def test_line_information_for_a_profiler_is_asked_for_by_the_environment(monkeypatch):
+    definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
+    assert "lineinfo" not in generate_source(definition, "cuda")
+    monkeypatch.setenv("GPU_VECENV_LINEINFO", "1")
+    assert "@cuda.jit(cache=True, max_registers=40, lineinfo=True)" in generate_source(definition, "cuda")
+    assert "lineinfo" not in generate_source(definition, "cpu")
+
+
 def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_default():
     for spatial_index in (False, True):
         definition = tag_definition(TagConfig(**SMALL_TAG), spatial_index, backend="cuda")
