@@ -1,20 +1,28 @@
 """Instructions executed and stall samples per source line, from Nsight Compute's source page as CSV.
 
     SOURCE=1 bash benchmarks/ncu_profile.sh OUTDIR index_100x900
-    python benchmarks/ncu_source_lines.py OUTDIR/index_100x900.source.csv [--top 30]
+    python benchmarks/ncu_source_lines.py OUTDIR/index_100x900.source.csv \
+        --sources envs/tag_continuous/sim.py [--top 30]
 
-The kernel is compiled with line information (``GPU_VECENV_LINEINFO=1``), so its instructions are
-attributed to lines of the generated kernel module, where each phase is one call line (the phase
-functions are inlined into it). Prints the lines with the most instructions executed, each with its
-share of the kernel's instructions and of its warp stall samples, and the line's text.
+The kernel is compiled with line information (``GPU_VECENV_LINEINFO=1``). Numba files the lines of the
+inlined phase functions under the generated module's name with their own numbers, and the generated
+module's body starts at :data:`~gpu_vecenv.codegen.KERNEL_BODY_FIRST_LINE_WITH_LINEINFO`, so a line
+below that is a line of a phase module (``--sources``; the function that holds it is looked up there)
+and a line above it the kernel's own (the phase call lines, loops and barriers). Prints the instructions
+executed and the warp stall samples summed per function of the sources and per kernel line, then the
+single lines with the most instructions, each with its share of the kernel's whole.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import sys
+from collections import defaultdict
 from pathlib import Path
+
+from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO
 
 INSTRUCTIONS = "Instructions Executed"
 STALLS = "Warp Stall Sampling (All Samples)"
@@ -39,11 +47,23 @@ def read_lines(path: Path) -> tuple[list[dict[str, str]], list[str]]:
     raise SystemExit(f"{path}: no header row naming {INSTRUCTIONS!r} (is it `ncu --page source --csv` output?)")
 
 
+def functions_by_line(path: Path) -> dict[int, str]:
+    """For each line of ``path`` inside a function, the innermost function's name."""
+    owner: dict[int, str] = {}
+    spans = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)]
+    for node in sorted(spans, key=lambda node: node.end_lineno - node.lineno, reverse=True):  # type: ignore[operator]
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            owner[line] = node.name  # inner functions come later and win
+    return owner
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", type=Path)
+    parser.add_argument("--sources", type=Path, nargs="*", default=[], help="the env's phase modules")
     parser.add_argument("--top", type=int, default=30, help="lines to print (default 30)")
     args = parser.parse_args(argv)
+    owners = [(path.name, functions_by_line(path), path.read_text().splitlines()) for path in args.sources]
     rows, header = read_lines(args.csv)
     line_column = next((c for c in header if c in ("#", "Line", "# Line")), header[0])
     text_column = next((c for c in header if c == "Source"), header[1] if len(header) > 1 else header[0])
@@ -52,11 +72,34 @@ def main(argv: list[str] | None = None) -> None:
     total_stalls = sum(number(r[stalls]) for r in rows) if stalls else 0.0
     print(f"{args.csv}: {len(rows)} lines, {total:,.0f} instructions executed (warp level)"
           + (f", {total_stalls:,.0f} stall samples" if stalls else ""))  # fmt: skip
-    print(f"{'line':>6} {'instructions':>14} {'share':>6} {'stalls':>6}  source")
+
+    def where(row: dict[str, str]) -> tuple[str, str]:
+        """The place a row's line names (a function of the sources, or the kernel's line) and its text."""
+        line = int(number(row[line_column]))
+        if line >= KERNEL_BODY_FIRST_LINE_WITH_LINEINFO or line == 0:
+            return f"kernel:{line}", row[text_column].strip()
+        found = [(f"{name}:{line} {owner[line]}", text[line - 1].strip()) for name, owner, text in owners
+                 if line in owner]  # fmt: skip
+        return (" or ".join(f for f, _ in found), found[0][1]) if found else (f"phase line {line}", "")
+
+    def share(value: float, whole: float) -> str:
+        return f"{100 * value / whole:5.1f}%" if whole else "     -"
+
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        place, text = where(r)
+        key = place.split(":")[0] + " " + place.split(" ", 1)[1] if not place.startswith("kernel") else text[:60]
+        groups[key][0] += number(r[INSTRUCTIONS])
+        groups[key][1] += number(r[stalls]) if stalls else 0.0
+    print(f"{'instructions':>14} {'share':>6} {'stalls':>6}  function (phase modules) or kernel line")
+    for key, (count, stall) in sorted(groups.items(), key=lambda item: -item[1][0])[: args.top]:
+        print(f"{count:>14,.0f} {share(count, total)} {share(stall, total_stalls)}  {key}")
+    print()
+    print(f"{'instructions':>14} {'share':>6} {'stalls':>6}  line")
     for r in sorted(rows, key=lambda r: -number(r[INSTRUCTIONS]))[: args.top]:
-        stall_share = f"{100 * number(r[stalls]) / total_stalls:5.1f}%" if stalls and total_stalls else "     -"
-        print(f"{r[line_column]:>6} {number(r[INSTRUCTIONS]):>14,.0f} {100 * number(r[INSTRUCTIONS]) / total:5.1f}% "
-              f"{stall_share}  {r[text_column].strip()[:100]}")  # fmt: skip
+        place, text = where(r)
+        print(f"{number(r[INSTRUCTIONS]):>14,.0f} {share(number(r[INSTRUCTIONS]), total)} "
+              f"{share(number(r[stalls]), total_stalls) if stalls else '     -'}  {place}: {text[:90]}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -38,8 +38,12 @@ kernel is never loaded.
 ``GPU_VECENV_LINEINFO=1`` in the environment compiles the CUDA kernel with line
 information (``lineinfo=True``), so that a profiler (Nsight Compute's source
 page) counts instructions and stalls per line of the generated module and of
-the phase functions it calls. The generated text differs, so such a kernel is
-cached apart from the plain one.
+the phase functions it calls. Numba files the inlined phases' lines under the
+generated module's name with their own modules' numbers, so with line
+information the kernel's body starts at line
+:data:`KERNEL_BODY_FIRST_LINE_WITH_LINEINFO`, past any phase module's last
+line: a number below it is a phase module's line. The generated text differs,
+so such a kernel is cached apart from the plain one.
 """
 
 from __future__ import annotations
@@ -60,6 +64,15 @@ from gpu_vecenv.shared import SIMULATOR
 
 OP_STEP = 0
 OP_RESET = 1
+# With GPU_VECENV_LINEINFO=1, the line the kernel's body starts at.
+KERNEL_BODY_FIRST_LINE_WITH_LINEINFO = 10001
+
+
+def lineinfo_requested() -> bool:
+    """Whether to compile the CUDA kernel with line information (``GPU_VECENV_LINEINFO=1``, read at each generation)."""
+    return os.environ.get("GPU_VECENV_LINEINFO") == "1" and not SIMULATOR
+
+
 # Values of a game's pending_reset flag: set by a step that ended the game in NEXT_STEP mode (the next step
 # resets it), or by reset() for the games of its mask (only an OP_RESET launch resets those).
 PENDING_AUTORESET = 1
@@ -288,11 +301,16 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
     if target == "cuda":
         # The simulator's jit takes no register cap, and there is no register file to cap.
         cap = "" if definition.max_registers is None or SIMULATOR else f", max_registers={definition.max_registers}"
-        lines = ", lineinfo=True" if os.environ.get("GPU_VECENV_LINEINFO") == "1" and not SIMULATOR else ""
+        lines = ", lineinfo=True" if lineinfo_requested() else ""
         w.line(f"@cuda.jit(cache=True{cap}{lines})")
     else:
         w.line("@numba.njit(parallel=True, cache=True)")
     with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
+        if target == "cuda" and lineinfo_requested():
+            # Numba numbers the inlined phases' lines as in their own modules, under this module's name, and
+            # moves any line above the kernel's def to the def: so the def comes early and the body starts
+            # past every phase module's last line, where no number can be both.
+            w.lines.extend([""] * (KERNEL_BODY_FIRST_LINE_WITH_LINEINFO - 1 - len(w.lines)))
         for text in params.source_lines(literal=target == "cuda", shared_memory=target == "cuda"):
             w.line(text)
         if ring_games is not None:

@@ -27,7 +27,7 @@ from envs.tag_continuous.env import BLOCK_SCRATCH_BYTES, K_NEAREST_MAX_REGISTERS
 from gpu_vecenv import GpuVectorEnv, backends
 from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
-from gpu_vecenv.codegen import _Writer, generate_source
+from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO, _Writer, generate_source
 from gpu_vecenv.definition import FRAMEWORK_NAMES, KERNEL_NAMES, MAX_BLOCK_LOCAL_BYTES, Phase, StateArray
 from gpu_vecenv.layout import StateLayout
 from gpu_vecenv.oracle import compare_with_reference
@@ -301,7 +301,13 @@ def test_line_information_for_a_profiler_is_asked_for_by_the_environment(monkeyp
     definition = tag_definition(TagConfig(**SMALL_TAG), backend="cuda", max_registers=40)
     assert "lineinfo" not in generate_source(definition, "cuda")
     monkeypatch.setenv("GPU_VECENV_LINEINFO", "1")
-    assert "@cuda.jit(cache=True, max_registers=40, lineinfo=True)" in generate_source(definition, "cuda")
+    source = generate_source(definition, "cuda")
+    assert "@cuda.jit(cache=True, max_registers=40, lineinfo=True)" in source
+    # The body past every phase module's lines, which the inlined phases' line information numbers as their own.
+    lines = source.splitlines()
+    assert lines[KERNEL_BODY_FIRST_LINE_WITH_LINEINFO - 2].strip() == ""
+    assert lines[KERNEL_BODY_FIRST_LINE_WITH_LINEINFO - 1].strip() != ""
+    assert lines.index(next(line for line in lines if line.startswith("def run("))) < 100
     assert "lineinfo" not in generate_source(definition, "cpu")
 
 
