@@ -10,10 +10,10 @@
 # NCU_METRICS only those metrics (a comma-separated list; `ncu --query-metrics` lists them). PARAMS adds
 # step_loop.py arguments (`--param KEY=VALUE`) to every configuration. The kernel cache is filled by a run
 # without the profiler first, so the profiled process only loads the kernel.
-# SOURCE=1 compiles the kernel with line information (GPU_VECENV_LINEINFO=1), keeps the report
-# (OUTDIR/NAME.ncu-rep, the sources imported) and writes its source page, instructions executed and stall
-# samples per line of the generated kernel module (each phase is one call line there), as CSV:
-# OUTDIR/NAME.source.csv; `python benchmarks/ncu_source_lines.py OUTDIR/NAME.source.csv` sums it by line.
+# SOURCE=1 generates the kernel module of GPU_VECENV_LINEINFO=1, keeps the report (OUTDIR/NAME.ncu-rep)
+# and writes its source page as SASS, instructions executed and stall samples per machine instruction, as
+# CSV (OUTDIR/NAME.sass.csv); benchmarks/ncu_sass_lines.py gives them their source lines and sums them per
+# phase function (its docstring has the command).
 set -uo pipefail
 out=${1:?usage: bash benchmarks/ncu_profile.sh OUTDIR [NAME...]}
 shift
@@ -44,7 +44,7 @@ for name in "${names[@]}"; do
   echo "$name: ncu exit status $?, $(grep -c . "$out/$name.txt") lines"
   if [ "${SOURCE:-0}" = 1 ]; then
     "$ncu" -i "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1
-    "$ncu" -i "$out/$name.ncu-rep" --page source --csv --print-source cuda > "$out/$name.source.csv" 2>&1
-    echo "$name: source page exit status $?, $(grep -c . "$out/$name.source.csv") lines"
+    "$ncu" -i "$out/$name.ncu-rep" --page source --csv --print-source sass > "$out/$name.sass.csv" 2>&1
+    echo "$name: SASS source page exit status $?, $(grep -c . "$out/$name.sass.csv") lines"
   fi
 done

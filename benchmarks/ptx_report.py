@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import types
 from pathlib import Path
+from types import ModuleType
 
 import gymnasium as gym
 import numba
@@ -39,11 +40,27 @@ from gpu_vecenv.check import parse_param
 from gpu_vecenv.codegen import load_kernel_module
 
 
-def ptx_of(env_id: str, params: dict, cc: tuple[int, int], ring_outputs: bool = False) -> tuple[str, int | None]:
+def ptx_of(env_id: str, params: dict, cc: tuple[int, int], ring_outputs: bool = False,
+           lineinfo: bool = False) -> tuple[str, int | None]:  # fmt: skip
     """The PTX of the env's CUDA step kernel (``ring_outputs``: its form that writes the slot a ring names,
-    a GPU's ``copy=True`` kernel), and the register cap its definition asks for."""
+    a GPU's ``copy=True`` kernel), and the register cap its definition asks for. ``lineinfo``: with line
+    information, as the kernel compiled under ``GPU_VECENV_LINEINFO=1``."""
+    return kernel_ptx(env_id, params, cc, ring_outputs, lineinfo)[:2]
+
+
+def kernel_ptx(env_id: str, params: dict, cc: tuple[int, int], ring_outputs: bool = False,
+               lineinfo: bool = False) -> tuple[str, int | None, ModuleType]:  # fmt: skip
+    """:func:`ptx_of`, and the generated module the kernel is in."""
     envs = gym.make_vec(env_id, num_envs=2, device="cpu", **params).unwrapped
-    module = load_kernel_module(envs.definition, "cuda", ring_games=envs.num_games if ring_outputs else None)
+    previous = os.environ.get("GPU_VECENV_LINEINFO")
+    os.environ["GPU_VECENV_LINEINFO"] = "1" if lineinfo else "0"
+    try:
+        module = load_kernel_module(envs.definition, "cuda", ring_games=envs.num_games if ring_outputs else None)
+    finally:
+        if previous is None:
+            del os.environ["GPU_VECENV_LINEINFO"]
+        else:
+            os.environ["GPU_VECENV_LINEINFO"] = previous
     tensors = _kernel_tensors(envs._buffers, envs._params, envs._actions, envs._arena.kernel)
     arrays = tuple(numba.typeof(t.numpy()) for t in tensors)
     if ring_outputs:  # the ring (int64) and the block counter (int32) in place of the four outputs
@@ -52,13 +69,18 @@ def ptx_of(env_id: str, params: dict, cc: tuple[int, int], ring_outputs: bool = 
     # Device functions that are real calls (@shared(inline=False)) are compiled for "the current device";
     # with no driver there is none, so name the target here.
     numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-    ptx, _ = cuda.compile_ptx(module.run.py_func, signature, cc=cc)
-    return ptx, envs.definition.max_registers
+    ptx, _ = cuda.compile_ptx(module.run.py_func, signature, cc=cc, lineinfo=lineinfo)
+    return ptx, envs.definition.max_registers, module
+
+
+def cuda_tool(name: str) -> str | None:
+    """The path of a CUDA toolkit program (``ptxas``, ``nvdisasm``): on ``PATH``, else under ``CUDA_HOME``."""
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    return shutil.which(name) or (str(Path(home, "bin", name)) if Path(home, "bin", name).exists() else None)
 
 
 def ptxas_report(ptx: str, cc: tuple[int, int], max_registers: int | None = None) -> str:
-    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    ptxas = shutil.which("ptxas") or (str(Path(home, "bin", "ptxas")) if Path(home, "bin", "ptxas").exists() else None)
+    ptxas = cuda_tool("ptxas")
     if ptxas is None:
         return "ptxas not found (set CUDA_HOME)"
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,15 +35,16 @@ imported; Numba's own on-disk cache then makes later processes skip
 compilation. Editing any of those sources yields a new file name, so a stale
 kernel is never loaded.
 
-``GPU_VECENV_LINEINFO=1`` in the environment compiles the CUDA kernel with line
-information (``lineinfo=True``), so that a profiler (Nsight Compute's source
-page) counts instructions and stalls per line of the generated module and of
-the phase functions it calls. Numba files the inlined phases' lines under the
-generated module's name with their own modules' numbers, so with line
-information the kernel's body starts at line
+``GPU_VECENV_LINEINFO=1`` in the environment asks for line information
+(``lineinfo=True``), so that a profile's instructions can be given their lines
+of the generated module and of the phase functions it calls. Numba files the
+inlined phases' lines under the generated module's name with their own modules'
+numbers, so with line information the kernel's body starts at line
 :data:`KERNEL_BODY_FIRST_LINE_WITH_LINEINFO`, past any phase module's last
-line: a number below it is a phase module's line. The generated text differs,
-so such a kernel is cached apart from the plain one.
+line: a number below it is a phase module's line. (The driver that compiles
+the PTX on a GPU keeps no line table, so ``benchmarks/ncu_sass_lines.py``
+compiles the same module here and matches the instructions.) The generated
+text differs, so such a kernel is cached apart from the plain one.
 """
 
 from __future__ import annotations
