@@ -88,6 +88,23 @@ def test_ties_cell_borders_and_arena_edges_are_listed_like_the_full_scan():
     assert first[:4].tolist() == [0.0] * 4 and first[m : m + 4].tolist() == [0.0] * 4
 
 
+def test_a_tagger_across_a_cell_border_or_corner_tags_through_the_index():
+    # 2 cells of 4.5 per side and a tag radius of 0.3: three runners with a tagger just across a border
+    # or the corner of their cell, one with a tagger just beyond the radius; nobody moves.
+    taggers = [(4.6, 4.6), (4.55, 2.0), (2.0, 4.52), (8.0, 8.0)]
+    runners = [(4.4, 4.4), (4.45, 2.0), (2.0, 4.48), (8.0, 8.35)] + [(1.0 + 0.2 * i, 0.5) for i in range(32)]
+    params = dict(num_taggers=4, num_runners=36, num_other_agents_observed=10, grid_length=9.0,
+                  tagging_distance=0.3 / 9.0, min_acceleration=0.0, max_acceleration=0.0, num_envs=2)  # fmt: skip
+    assert index_cells_per_side(40, 10) == 2
+    options = {"initial_positions": np.array(taggers + runners, np.float32)}
+    indexed = rollout(True, steps=2, seed=1, options=options, **params)
+    scanned = rollout(False, steps=2, seed=1, options=options, **params)
+    assert_same(indexed, scanned)
+    first_rewards = indexed[1][0, 0, :40]  # the first step, game 0 (agents are the vector's entries)
+    assert (first_rewards[4:7] < 0).all(), "the runners within the radius across a border were not tagged"
+    assert (first_rewards[[0, 1, 2]] > 0).all() and first_rewards[3] == 0 and first_rewards[7] >= 0
+
+
 def test_the_index_agrees_with_the_reference():
     envs = gym.make_vec("WarpTag-v0", num_envs=2, device="cpu", spatial_index=True, num_taggers=3, num_runners=37,
                         num_other_agents_observed=3, episode_length=30, tagging_distance=0.05)  # fmt: skip

@@ -287,9 +287,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             # Float32 rounding can put an agent a hair outside the cell it is counted in.
             index_margin=float(np.float32(1e-3) * cell_size),
         )
-        # Rings of cells around a runner that hold every tagger within the tag radius.
-        reach = (constants["tag_radius"] + constants["index_margin"]) / constants["cell_size"]
-        constants["tag_rings"] = min(cells - 1, math.ceil(reach))
         if staged:
             constants["sorted_plane"] = stages % 2  # the plane merge_cell_runs's last stage writes
     if staged:
