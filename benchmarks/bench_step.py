@@ -163,6 +163,7 @@ class Case:
     game_work: str | None = None  # WarpTag-v0's per-game work, "serial" or "staged" (None: its default)
     direct_write_bytes: int | None = None  # the env's option (None: the device's default)
     block_scratch_bytes: int | None = None  # WarpTag-v0's shared memory for the step's scratch (None: its default)
+    index_cells: int | None = None  # WarpTag-v0's spatial index's cells per side (None: its default)
 
     @property
     def agents(self) -> int:
@@ -342,9 +343,13 @@ def _allocated(device: torch.device) -> int:
     return torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
 
 
-def _block_scratch(case: Case) -> dict[str, int]:
-    """The ``block_scratch_bytes`` keyword of ``case``'s env, where it names one (else WarpTag-v0's default)."""
-    return {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
+def _named_options(case: Case) -> dict[str, int]:
+    """The ``block_scratch_bytes`` and ``index_cells`` keywords of ``case``'s env, where it names them (else
+    WarpTag-v0's defaults; ``index_cells`` only where the case's games are large enough to take it)."""
+    named = {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
+    if case.index_cells is not None and case.index_cells**2 + 1 <= case.agents:
+        named["index_cells"] = case.index_cells
+    return named
 
 
 def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
@@ -353,7 +358,7 @@ def build_env(case: Case, device: torch.device) -> tuple[Any, float]:
     t0 = time.perf_counter()
     envs = gym.make_vec("WarpTag-v0", num_envs=case.games, device=str(device), copy=case.copy,
                         spatial_index=case.spatial_index, max_registers=case.max_registers, game_work=case.game_work,
-                        direct_write_bytes=case.direct_write_bytes, **_block_scratch(case),
+                        direct_write_bytes=case.direct_write_bytes, **_named_options(case),
                         **asdict(case.tag_config()))  # fmt: skip
     obs, _ = envs.reset(seed=0)
     synchronize(device)
@@ -437,14 +442,16 @@ def _case_fields(case: Case) -> dict[str, Any]:
     return {"name": case.name, "group": case.group, "key": case.key, "games": case.games, "taggers": case.taggers,
             "runners": case.runners, "agents": case.agents, "obs": case.obs_label, "copy": case.copy,
             "max_registers": case.max_registers, "game_work": case.game_work,
-            "direct_write_bytes": case.direct_write_bytes, "block_scratch_bytes": case.block_scratch_bytes}  # fmt: skip
+            "direct_write_bytes": case.direct_write_bytes, "block_scratch_bytes": case.block_scratch_bytes,
+            "index_cells": case.index_cells}  # fmt: skip
 
 
 def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     """Set up ``case`` in a fresh process whose kernel cache is ``cache``: its set-up seconds (or the error)."""
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
                        "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers,
-                       "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes})  # fmt: skip
+                       "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes,
+                       "index_cells": case.index_cells})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -811,6 +818,13 @@ def main() -> None:
         " the step's scratch arrays (0: none, all in the state buffers); default: its default",
     )
     parser.add_argument(
+        "--index-cells",
+        type=int,
+        metavar="N",
+        help="WarpTag-v0's index_cells (the spatial index's cells per side) in every case whose games hold more"
+        " than N*N agents (a case without the index ignores it); default: its default",
+    )
+    parser.add_argument(
         "--actions-in-place",
         action="store_true",
         help="draw WarpTag-v0's actions into its action_buffer, which step reads where they are (as WarpDrive's"
@@ -849,6 +863,10 @@ def main() -> None:
         cases = [replace(case, game_work=args.game_work) for case in cases]
     if args.block_scratch_bytes is not None:
         cases = [replace(case, block_scratch_bytes=args.block_scratch_bytes) for case in cases]
+    if args.index_cells is not None:
+        if args.index_cells < 1:
+            parser.error(f"--index-cells must be at least 1, got {args.index_cells}")
+        cases = [replace(case, index_cells=args.index_cells) for case in cases]
     if args.direct_write_bytes is not None:
         if args.direct_write_bytes < 0:
             parser.error(f"--direct-write-bytes must be >= 0, got {args.direct_write_bytes}")

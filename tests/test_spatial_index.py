@@ -70,6 +70,21 @@ def test_the_index_lists_the_same_agents_as_the_full_scan(name):
     assert indexed[1][:, 0].abs().sum() > 0  # some rewards, tags among them, were paid
 
 
+@pytest.mark.parametrize("index_cells", [1, 2, 7])
+def test_any_grid_of_cells_lists_the_same_agents_as_the_full_scan(index_cells):
+    params = dict(GAMES["60 agents, K=10"], episode_length=25)
+    assert index_cells_per_side(60, 10) == 3  # the default; 7 is the most an agent-sized array holds
+    indexed = rollout(True, steps=30, seed=5, index_cells=index_cells, **params)
+    scanned = rollout(False, steps=30, seed=5, **params)
+    assert_same(indexed, scanned)
+
+
+@pytest.mark.parametrize("index_cells", [0, 8, 2.0, True])
+def test_a_grid_of_cells_that_cannot_be_is_refused(index_cells):
+    with pytest.raises(ValueError, match=r"index_cells must be None or an integer in \[1, 7\] for 60 agents"):
+        gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", index_cells=index_cells, **GAMES["60 agents, K=10"])
+
+
 def test_ties_cell_borders_and_arena_edges_are_listed_like_the_full_scan():
     # 40 agents on a few points: stacked agents tie exactly (the lower id comes first), and the
     # points sit on the index's cell borders (2 cells of 4.5 per side) and on the arena's edges.

@@ -137,7 +137,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                    multiprocessors: int | None = None,
                    threads_per_block: int | None = None,
                    sm_limits: MultiprocessorLimits = SM_90_LIMITS,
-                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES) -> EnvDefinition:  # fmt: skip
+                   block_scratch_bytes: int = BLOCK_SCRATCH_BYTES,
+                   index_cells: int | None = None) -> EnvDefinition:  # fmt: skip
     """The :class:`EnvDefinition` of one Tag configuration.
 
     ``spatial_index``: find the K nearest agents through a grid of cells built
@@ -165,7 +166,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     CPU). The results are the same either way. ``block_scratch_bytes``: the
     shared memory a game's CUDA block may take for the step's scratch arrays
     (``BLOCK_LOCAL_ORDER``), 0 to keep them all in the buffers; the results
-    are the same either way.
+    are the same either way. ``index_cells``: the spatial index's cells per
+    side, at most ``isqrt(num_agents - 1)`` (the cell starts share an
+    agent-sized array); ``None``: :func:`index_cells_per_side`. Finer cells
+    mean fewer candidates a search but more cells to read; the results are the
+    same either way, and it is ignored without the index.
     """
     n, k = config.num_agents, config.num_other_agents_observed
     if spatial_index is not None and not isinstance(spatial_index, (bool, np.bool_)):
@@ -186,6 +191,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             f"WarpTag: block_scratch_bytes must be an integer in [0, {MAX_BLOCK_LOCAL_BYTES}], "
             f"got {block_scratch_bytes!r}"
         )
+    if index_cells is not None and not is_integer(index_cells, 1, max(1, math.isqrt(n - 1))):
+        raise ValueError(
+            f"WarpTag: index_cells must be None or an integer in [1, {max(1, math.isqrt(n - 1))}] for {n} agents "
+            f"(the cell starts share an agent-sized array), got {index_cells!r}"
+        )
+    cells = index_cells_per_side(n, k) if index_cells is None else int(index_cells)
     if game_work is None:
         game_work = DEFAULT_GAME_WORK[backend]
     if not isinstance(game_work, str) or game_work not in GAME_WORK:
@@ -227,7 +238,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         listed = Phase(sim.observe_listed, "slot", slots=k)
         block_threads = None
         if indexed:
-            # cell_start uses the first cells + 1 slots of an agent-sized array (cells <= agents / 2).
+            # cell_start uses the first cells**2 + 1 slots of an agent-sized array (cells**2 + 1 <= agents).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
             # them without looking the ids up.
             state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
@@ -235,7 +246,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("row_y", "float32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between.
-                wide = (index_cells_per_side(n, k) ** 2 + 1) * n > np.iinfo(np.int32).max
+                wide = (cells**2 + 1) * n > np.iinfo(np.int32).max
                 state += [StateArray("sort_key", "int64" if wide else "int32", length=2)]
                 build: tuple[Phase, ...] = (
                     Phase(sim.assign_cell_key),
@@ -278,7 +289,6 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if not config.use_full_observation and not indexed:
         constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
     if indexed:
-        cells = index_cells_per_side(n, k)
         cell_size = np.float32(config.grid_length / cells)
         constants.update(
             index_cells=cells,
@@ -397,15 +407,17 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
     Keyword arguments are Tag parameters (see :class:`TagConfig`), the options
     of :class:`~gpu_vecenv.vector_env.GpuVectorEnv` (``device``,
     ``autoreset_mode``, ``copy``, ...), ``spatial_index``, ``max_registers``,
-    ``game_work`` and ``block_scratch_bytes`` (see :func:`tag_definition`).
+    ``game_work``, ``block_scratch_bytes`` and ``index_cells`` (see :func:`tag_definition`).
     """
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in GpuVectorEnv.OPTIONS}
     spatial_index = kwargs.pop("spatial_index", None)
     max_registers = kwargs.pop("max_registers", "auto")
     game_work = kwargs.pop("game_work", None)
     block_scratch_bytes = kwargs.pop("block_scratch_bytes", BLOCK_SCRATCH_BYTES)
+    index_cells = kwargs.pop("index_cells", None)
     config = TagConfig.from_kwargs(
-        options=GpuVectorEnv.OPTIONS | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes"},
+        options=GpuVectorEnv.OPTIONS
+        | {"spatial_index", "max_registers", "game_work", "block_scratch_bytes", "index_cells"},
         **kwargs,
     )
     # The device decides the default search and register cap, so it is resolved (or refused) before the
@@ -424,5 +436,6 @@ def make_warp_tag(num_envs: int = 1, **kwargs: Any) -> GpuVectorEnv:
         threads_per_block=env_kwargs.get("threads_per_block"),
         sm_limits=sm_limits,
         block_scratch_bytes=block_scratch_bytes,
+        index_cells=index_cells,
     )
     return GpuVectorEnv(definition, num_games=num_envs, **env_kwargs)
