@@ -16,7 +16,9 @@ Numba files the inlined phase functions' lines under the generated module's name
 numbers, and the module's body starts at line
 :data:`~gpu_vecenv.codegen.KERNEL_BODY_FIRST_LINE_WITH_LINEINFO`: a line below it is one of a phase
 module's (the function that holds it is looked up there), a line above it the kernel's own (phase calls,
-loops, barriers). A phase kept as a real call (``@shared(inline=False)``) is counted at its call line.
+loops, barriers). Under ``GPU_VECENV_LINEINFO=1`` every ``@shared`` function is inlined at Numba IR level,
+those kept as real calls too (``inline=False``, the searches), so their lines are named as well; this
+script sets the variable for itself before the env's modules are imported, as the profiled process had it.
 Give the env's parameters as on the GPU (the GPU's defaults may differ from the CPU's: ``game_work``);
 the script checks that the kernel it compiled is the profiled one (the module's name hashes its source
 and the package's), unless told ``--other-sources``.
@@ -30,6 +32,7 @@ import ast
 import csv
 import difflib
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -38,10 +41,13 @@ from collections import defaultdict
 from pathlib import Path
 from types import ModuleType
 
-from ptx_report import cuda_tool, kernel_ptx
+# Before the env's modules are imported: their @shared functions are then all inlined, as in the profiled kernel.
+os.environ["GPU_VECENV_LINEINFO"] = "1"
 
-from gpu_vecenv.check import parse_param
-from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO
+from ptx_report import cuda_tool, kernel_ptx  # noqa: E402
+
+from gpu_vecenv.check import parse_param  # noqa: E402
+from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO  # noqa: E402
 
 INSTRUCTIONS = "Instructions Executed"
 THREAD_INSTRUCTIONS = "Thread Instructions Executed"

@@ -16,6 +16,7 @@ and only the ``cuda`` backend is available in that process.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Literal, TypeVar, cast, overload
 
@@ -40,13 +41,17 @@ def shared(fn: F | None = None, *, inline: bool = True) -> F | Callable[[F], F]:
     ``@shared(inline=False)`` keeps a real call, for a function whose own work
     dwarfs that (a search over many agents): inlining such a function into
     every branch of the kernel multiplies its compile time. On the GPU, NVVM
-    inlines device functions either way.
+    inlines device functions either way. With ``GPU_VECENV_LINEINFO=1`` in the
+    environment when the function is decorated, every function is inlined at
+    Numba IR level, so that a profile's line information names the lines
+    inside it (see :mod:`gpu_vecenv.codegen`) rather than only the call.
     """
     if fn is None:
         return lambda f: shared(f, inline=inline)
     if SIMULATOR:
         return fn
-    mode: Literal["always", "never"] = "always" if inline else "never"
+    by_lines = os.environ.get("GPU_VECENV_LINEINFO") == "1"
+    mode: Literal["always", "never"] = "always" if inline or by_lines else "never"
     # A Numba dispatcher is called like the function it compiles; it is typed as that function.
     try:
         return cast(F, numba.njit(cache=True, inline=mode)(fn))

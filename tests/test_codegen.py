@@ -24,7 +24,7 @@ from faulty_phases import observe_listed_and_overwrite_the_time
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import BLOCK_SCRATCH_BYTES, K_NEAREST_MAX_REGISTERS, tag_definition
-from gpu_vecenv import GpuVectorEnv, backends
+from gpu_vecenv import GpuVectorEnv, backends, shared
 from gpu_vecenv.backends import MultiprocessorLimits, resident_blocks_per_multiprocessor
 from gpu_vecenv.check import check_agent_order
 from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO, _Writer, generate_source
@@ -309,6 +309,15 @@ def test_line_information_for_a_profiler_is_asked_for_by_the_environment(monkeyp
     assert lines[KERNEL_BODY_FIRST_LINE_WITH_LINEINFO - 1].strip() != ""
     assert lines.index(next(line for line in lines if line.startswith("def run("))) < 100
     assert "lineinfo" not in generate_source(definition, "cpu")
+
+
+def test_with_line_information_every_shared_function_is_inlined_so_its_lines_are_named(monkeypatch):
+    def search(x):
+        return x + 1
+
+    assert shared(search, inline=False).targetoptions["inline"] == "never"
+    monkeypatch.setenv("GPU_VECENV_LINEINFO", "1")
+    assert shared(search, inline=False).targetoptions["inline"] == "always"
 
 
 def test_warp_tag_caps_its_k_nearest_kernels_and_not_the_full_observation_by_default():
