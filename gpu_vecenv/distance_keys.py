@@ -77,11 +77,11 @@ def _distance_key_python(d2: float, j: int) -> np.int64:
 
 
 def _key_distance_python(key: int) -> np.float32:
-    return np.array((int(key) >> 32) & 0xFFFFFFFF, np.uint32).view(np.float32)[()]
+    return np.float32(np.array([(int(key) >> 32) & 0xFFFFFFFF], np.uint32).view(np.float32)[0])
 
 
 def _key_id_python(key: int) -> np.int32:
-    return np.array(int(key) & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
+    return np.int32(np.array([int(key) & 0xFFFFFFFF], np.uint32).view(np.int32)[0])
 
 
 if SIMULATOR:
