@@ -93,8 +93,8 @@ class KernelCompileError(TypeError):
         super().__init__(
             f"env {definition.name!r}: its phases do not compile for the {target} backend. Every function a phase "
             "calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy scalars, math, array "
-            "indexing and gpu_vecenv.paired_store (no numba.cuda, no allocation, no Python objects). Numba "
-            f"said:\n{cause}"
+            "indexing, gpu_vecenv.paired_store and gpu_vecenv.distance_keys (no numba.cuda, no allocation, no Python "
+            f"objects). Numba said:\n{cause}"
         )
 
 

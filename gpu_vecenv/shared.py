@@ -4,9 +4,9 @@ A function decorated with :func:`shared` is compiled with ``numba.njit``: the
 CPU backend calls it from its ``prange`` loop over games, and the GPU backend
 calls it from its CUDA kernel, where Numba compiles it again as a device
 function. Such functions may use numpy scalar types, ``math``, array
-indexing and :mod:`gpu_vecenv.paired_store`, but not ``numba.cuda`` (no
-shared memory, atomics or warp operations), so that one source serves both
-targets.
+indexing, :mod:`gpu_vecenv.paired_store` and :mod:`gpu_vecenv.distance_keys`,
+but not ``numba.cuda`` (no shared memory, atomics or warp operations), so that
+one source serves both targets.
 
 Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the kernel runs as
 Python and hands simulator arrays to the functions it calls, which compiled

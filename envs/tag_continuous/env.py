@@ -346,8 +346,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         reset_options=_apply_reset_options(n, float(np.float32(config.grid_length))),
         setup=setup,
         # The running top-K list of the K-nearest search; only its ids are kept (nbr_id), for the observation.
+        # The index's search keeps (distance, id) keys, as its candidates come out of id order (sim.insert_key).
         scratch=()
         if config.use_full_observation
+        else (StateArray("near_key", "int64", length=k),)
+        if indexed
         else (StateArray("near_d2", "float32", length=k), StateArray("near_id", "int32", length=k)),
         reference=partial(TagReference, config),
         render=partial(draw_games, grid_length=config.grid_length, episode_length=config.episode_length),
