@@ -136,6 +136,17 @@ def functions_by_line(module: ModuleType) -> dict[int, str]:
     return owner
 
 
+def print_opcode_mix(path: Path, profiled: list[dict[str, str]], top: int) -> None:
+    """The instructions executed per opcode family (the opcode before its first dot), most first."""
+    families: dict[str, float] = defaultdict(float)
+    for row in profiled:
+        families[opcode(row["Source"]).split(".")[0]] += number(row[INSTRUCTIONS])
+    total = sum(families.values()) or 1.0
+    print(f"{path}: {total:,.0f} instructions executed (warp level), by opcode family")
+    for family, count in sorted(families.items(), key=lambda item: -item[1])[:top]:
+        print(f"{count:>14,.0f} {100 * count / total:5.1f}%  {family}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sass_csv", type=Path, help="ncu's SASS source page as CSV (.gz allowed)")
@@ -143,12 +154,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--param", type=parse_param, action="append", default=[], help="env parameter NAME=VALUE")
     parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0: H100, H200)")
     parser.add_argument("--top", type=int, default=40, help="lines to print (default 40)")
+    parser.add_argument("--opcodes", action="store_true",
+                        help="print the instructions executed per opcode family (IMAD.MOV counts as IMAD) instead: "
+                             "read from the page alone, nothing compiled")  # fmt: skip
     parser.add_argument("--other-sources", action="store_true",
                         help="go on where the sources differ from the profiled kernel's (the match count then "
                              "says how alike the two kernels are)")  # fmt: skip
     args = parser.parse_args(argv)
     cc = tuple(int(part) for part in args.cc.split("."))
     kernel_name, profiled = profiled_instructions(args.sass_csv)
+    if args.opcodes:
+        print_opcode_mix(args.sass_csv, profiled, args.top)
+        return
     ptx, max_registers, module = kernel_ptx(args.env_id, dict(args.param), (cc[0], cc[1]), lineinfo=True)
     if module.__name__ not in kernel_name and not args.other_sources:
         raise SystemExit(f"the profiled kernel is {kernel_name.split('::')[0]!r}, these parameters compile "

@@ -61,17 +61,12 @@ from types import ModuleType
 
 from gpu_vecenv.definition import EnvDefinition, Phase
 from gpu_vecenv.layout import BUFFERS, ParamLayout
-from gpu_vecenv.shared import SIMULATOR
+from gpu_vecenv.shared import SIMULATOR, lineinfo_requested
 
 OP_STEP = 0
 OP_RESET = 1
 # With GPU_VECENV_LINEINFO=1, the line the kernel's body starts at.
 KERNEL_BODY_FIRST_LINE_WITH_LINEINFO = 10001
-
-
-def lineinfo_requested() -> bool:
-    """Whether to compile the CUDA kernel with line information (``GPU_VECENV_LINEINFO=1``, read at each generation)."""
-    return os.environ.get("GPU_VECENV_LINEINFO") == "1" and not SIMULATOR
 
 
 # Values of a game's pending_reset flag: set by a step that ended the game in NEXT_STEP mode (the next step

@@ -28,6 +28,13 @@ F = TypeVar("F", bound=Callable[..., object])
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
+def lineinfo_requested() -> bool:
+    """Whether a profile's line information is asked for (``GPU_VECENV_LINEINFO=1``, read at each call): the
+    CUDA kernel is then compiled with it (:mod:`gpu_vecenv.codegen`) and every :func:`shared` function
+    decorated afterwards is inlined at Numba IR level. Never under the simulator, which runs Python."""
+    return os.environ.get("GPU_VECENV_LINEINFO") == "1" and not SIMULATOR
+
+
 @overload
 def shared(fn: F, *, inline: bool = True) -> F: ...
 @overload
@@ -50,8 +57,7 @@ def shared(fn: F | None = None, *, inline: bool = True) -> F | Callable[[F], F]:
         return lambda f: shared(f, inline=inline)
     if SIMULATOR:
         return fn
-    by_lines = os.environ.get("GPU_VECENV_LINEINFO") == "1"
-    mode: Literal["always", "never"] = "always" if inline or by_lines else "never"
+    mode: Literal["always", "never"] = "always" if inline or lineinfo_requested() else "never"
     # A Numba dispatcher is called like the function it compiles; it is typed as that function.
     try:
         return cast(F, numba.njit(cache=True, inline=mode)(fn))

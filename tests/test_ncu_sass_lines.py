@@ -56,3 +56,12 @@ def test_profiled_instructions_take_the_lines_of_their_matches_and_unmatched_one
                                         "STG.E desc[UR4][R2.64], R5")]  # fmt: skip
     lines, matched = ncu_sass_lines.lines_of_profiled(profiled, local)
     assert lines == [10, 10, 11, 13] and matched == 3
+
+
+def test_the_opcode_mix_counts_families_from_the_page_alone(tmp_path, capsys):
+    page = tmp_path / "k.sass.csv"
+    page.write_text(PAGE.replace("IMAD R2, R3, R4, RZ", "IMAD.MOV.U32 R2, RZ, RZ, R4"))
+    ncu_sass_lines.main([str(page), "WarpTag-v0", "--opcodes"])
+    mix = capsys.readouterr().out
+    assert "48,000 instructions executed" in mix
+    assert "33.3%  LDC" in mix and "16.7%  IMAD" in mix and "16.7%  BRA" not in mix and "33.3%  BRA" in mix
