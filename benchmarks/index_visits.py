@@ -1,4 +1,4 @@
-"""Cells, runs and candidates the spatial index's ring search visits per agent, by agents in the game and grid.
+"""Cells, runs, candidates and insertions of the spatial index's ring search per agent, by agents in the game and grid.
 
     python benchmarks/index_visits.py --agents 1000 --in-game 1000 500 220 100
 
@@ -12,8 +12,11 @@ agents in the game. It counts, per searching agent, the cells visited, the
 runs of the index's list read (the search starts at the 3 x 3 ring, and reads
 all three rows of it, and each later ring's top and bottom rows, as one run
 each, their cells being neighbours in the list, and each other ring cell as a
-run of its own: two loads of bounds a run) and the candidates whose
-distance is computed. CPU only; seconds.
+run of its own: two loads of bounds a run), the candidates whose distance is
+computed, and the insertions into the running list of the K nearest (a
+candidate no farther than the list's last place, in the order the search
+reads them: rows in ascending order, a cell's agents by ascending id). CPU
+only; seconds.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ from envs.tag_continuous.env import index_cells_per_side
 
 
 class Visits(NamedTuple):
-    """Means per search: cells visited, runs of the index's list read, candidates compared."""
+    """Means per search: cells visited, runs of the index's list read, candidates compared, insertions."""
 
     cells: float
     runs: float
     candidates: float
+    insertions: float
 
 
 def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) -> Visits:
@@ -43,7 +47,7 @@ def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) ->
     for i, (qx, qy) in enumerate(column):
         members.setdefault((int(qx), int(qy)), []).append(i)
     last = cells - 1
-    visited_cells = visited_runs = visited_candidates = 0
+    visited_cells = visited_runs = visited_candidates = insertions = 0
     searchers = range(0, m, max(1, m // searches))
     for i in searchers:
         (x, y), (cx, cy) = points[i], column[i]
@@ -52,14 +56,18 @@ def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) ->
             for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
                 edge = r == 1 or qy in (cy - r, cy + r)
                 step = 1 if edge else 2 * r
+                visited_runs += 1 if edge else 0
                 for qx in range(cx - r, cx + r + 1, step):
                     if 0 <= qx <= last:
                         visited_cells += 1
-                        visited_runs += 1 if not edge or qx == max(cx - r, 0) else 0
+                        visited_runs += 0 if edge else 1
                         others = [j for j in members.get((qx, qy), []) if j != i]
                         visited_candidates += len(others)
-                        nearest += [float(((points[j] - points[i]) ** 2).sum()) for j in others]
-            nearest = sorted(nearest)[:k]
+                        for j in others:
+                            d2 = float(((points[j] - points[i]) ** 2).sum())
+                            if len(nearest) < k or d2 <= nearest[-1]:
+                                insertions += 1
+                                nearest = sorted([*nearest, d2])[:k]
             if len(nearest) == k:
                 gaps = [x - (cx - r) * cell_size if cx - r > 0 else np.inf,
                         (cx + r + 1) * cell_size - x if cx + r < last else np.inf,
@@ -68,7 +76,7 @@ def ring_search_visits(points: np.ndarray, cells: int, k: int, searches: int) ->
                 if nearest[-1] < min(gaps) ** 2:
                     break
     n = len(searchers)
-    return Visits(visited_cells / n, visited_runs / n, visited_candidates / n)
+    return Visits(visited_cells / n, visited_runs / n, visited_candidates / n, insertions / n)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -81,9 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     fixed = index_cells_per_side(args.agents, args.k)
-    columns = f"{'grid':>5} {'cells':>6} {'runs':>5} {'candidates':>10}"
+    columns = f"{'grid':>5} {'cells':>6} {'runs':>5} {'candidates':>10} {'inserted':>8}"
     print(f"{'in game':>8} {columns}   {columns}")
-    print(f"{'':>8} {'env (fixed)':>29}   {'sized for those in the game':>29}")
+    print(f"{'':>8} {'env (fixed)':>38}   {'sized for those in the game':>38}")
     for m in args.in_game:
         sized = index_cells_per_side(m, args.k)
         layouts = [rng.random((m, 2)) for _ in range(args.layouts)]  # both grids search the same agents
@@ -91,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         for cells in (fixed, sized):
             runs = [ring_search_visits(points, cells, args.k, args.searches) for points in layouts]
             rows.append((cells, *np.mean(runs, axis=0)))
-        (fc, fv, fr, fp), (sc, sv, sr, sp) = rows
-        print(f"{m:>8} {fc:>5} {fv:>6.1f} {fr:>5.1f} {fp:>10.1f}   {sc:>5} {sv:>6.1f} {sr:>5.1f} {sp:>10.1f}")
+        cells_text = [f"{c:>5} {v:>6.1f} {r:>5.1f} {p:>10.1f} {i:>8.1f}" for c, v, r, p, i in rows]
+        print(f"{m:>8} {cells_text[0]}   {cells_text[1]}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Nsight Compute's full report of one step kernel of each WarpTag-v0 configuration below
-# (benchmarks/step_loop.py: the 11th launch, i.e. the 10th step, of a warm env; clocks left alone).
+# (benchmarks/step_loop.py: the 11th launch, i.e. the 10th step, of a warm env, or with STEP=N the N-th
+# step; clocks left alone). The configurations named *_rollout draw the actions afresh each step
+# (step_loop.py --redraw), as a rollout of random play does: STEP=250 profiles a step of games that
+# have emptied and been reset as those of bench_step.py's rollout have.
 #
 #   bash benchmarks/ncu_profile.sh OUTDIR [NAME...]
+#   STEP=250 bash benchmarks/ncu_profile.sh OUTDIR index_100x900_rollout
 #   NCU_METRICS=dram__bytes_read.sum,dram__bytes_write.sum PARAMS="--param max_registers=64" \
 #       bash benchmarks/ncu_profile.sh OUTDIR index_100x900
 #
@@ -26,7 +30,9 @@ declare -A configs=(
   [k10_100]="--games 100"
   [full_5x100]="--games 2000 --param num_taggers=5 --param use_full_observation=true"
   [index_100x900]="--games 2000 --param num_taggers=100 --param num_runners=900"
+  [index_100x900_rollout]="--games 2000 --param num_taggers=100 --param num_runners=900 --redraw"
 )
+step=${STEP:-10}
 what=(--set full)
 [ -z "${NCU_METRICS:-}" ] || what=(--metrics "$NCU_METRICS")
 if [ "${SOURCE:-0}" = 1 ]; then
@@ -39,8 +45,8 @@ for name in "${names[@]}"; do
   python3 "$here/step_loop.py" $args --steps 2 > /dev/null
   keep=()
   [ "${SOURCE:-0}" = 1 ] && keep=(--import-source yes -f -o "$out/$name")
-  "$ncu" --clock-control none "${what[@]}" "${keep[@]}" -k regex:run --launch-skip 10 --launch-count 1 \
-      python3 "$here/step_loop.py" $args --steps 12 > "$out/$name.txt" 2>&1
+  "$ncu" --clock-control none "${what[@]}" "${keep[@]}" -k regex:run --launch-skip "$step" --launch-count 1 \
+      python3 "$here/step_loop.py" $args --steps $((step + 2)) > "$out/$name.txt" 2>&1
   echo "$name: ncu exit status $?, $(grep -c . "$out/$name.txt") lines"
   if [ "${SOURCE:-0}" = 1 ]; then
     "$ncu" -i "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1

@@ -8,7 +8,14 @@ The env is built with ``copy=False`` and without CUDA graphs, and its actions
 are drawn once, so that each ``step`` is exactly one plain launch of the env's
 kernel (the first launch is ``reset``'s): a profiler that skips the first
 launches and records one sees a step like those of a rollout, autoresets
-included. Parameters are ``make_vec`` keyword arguments, parsed as by ``python -m gpu_vecenv.check``.
+included. With ``--redraw`` the actions are drawn afresh before every step,
+as in a rollout of random play (``bench_step.py``'s), by torch kernels of
+their own that a profiler filtering on the env's kernel (``-k regex:run``)
+does not count, so that a late step's games have emptied and been reset as
+a rollout's have (at 100+900 about a fifth of the agents are in the game on
+average after the first 30 steps; at the 10th step about 60%, with either
+kind of actions). Parameters are
+``make_vec`` keyword arguments, parsed as by ``python -m gpu_vecenv.check``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu, to try the command without a GPU")
     parser.add_argument("--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--redraw", action="store_true", help="draw the actions afresh before every step")
     args = parser.parse_args()
     graphs = {"cuda_graphs": False} if args.device == "cuda" else {}
     envs = gym.make_vec("WarpTag-v0", num_envs=args.games, device=args.device, copy=False, **graphs,
@@ -36,6 +44,8 @@ def main() -> None:
     nvec = torch.as_tensor(envs.single_action_space.nvec, device=args.device)
     actions = (torch.rand((envs.num_envs, len(nvec)), device=args.device) * nvec).long()
     for _ in range(args.steps):
+        if args.redraw:
+            actions = (torch.rand((envs.num_envs, len(nvec)), device=args.device) * nvec).long()
         envs.step(actions)
     if args.device == "cuda":
         torch.cuda.synchronize()
