@@ -164,6 +164,7 @@ class Case:
     direct_write_bytes: int | None = None  # the env's option (None: the device's default)
     block_scratch_bytes: int | None = None  # WarpTag-v0's shared memory for the step's scratch (None: its default)
     index_cells: int | None = None  # WarpTag-v0's spatial index's cells per side (None: its default)
+    threads_per_block: int | None = None  # the CUDA threads of a game's block (None: the env's default)
 
     @property
     def agents(self) -> int:
@@ -344,11 +345,13 @@ def _allocated(device: torch.device) -> int:
 
 
 def _named_options(case: Case) -> dict[str, int]:
-    """The ``block_scratch_bytes`` and ``index_cells`` keywords of ``case``'s env, where it names them (else
-    WarpTag-v0's defaults; ``index_cells`` only where the case's games are large enough to take it)."""
+    """The ``block_scratch_bytes``, ``index_cells`` and ``threads_per_block`` keywords of ``case``'s env, where
+    it names them (else the defaults; ``index_cells`` only where the case's games are large enough to take it)."""
     named = {} if case.block_scratch_bytes is None else {"block_scratch_bytes": case.block_scratch_bytes}
     if case.index_cells is not None and case.index_cells**2 + 1 <= case.agents:
         named["index_cells"] = case.index_cells
+    if case.threads_per_block is not None:
+        named["threads_per_block"] = case.threads_per_block
     return named
 
 
@@ -451,7 +454,7 @@ def probe_setup(case: Case, cache: str) -> dict[str, Any]:
     spec = json.dumps({"games": case.games, "taggers": case.taggers, "runners": case.runners,
                        "full_obs": case.full_obs, "k": case.k, "max_registers": case.max_registers,
                        "game_work": case.game_work, "block_scratch_bytes": case.block_scratch_bytes,
-                       "index_cells": case.index_cells})  # fmt: skip
+                       "index_cells": case.index_cells, "threads_per_block": case.threads_per_block})  # fmt: skip
     cmd = [sys.executable, str(Path(__file__).resolve()), "--setup-probe", spec]
     try:
         done = subprocess.run(cmd, env={**os.environ, "GPU_VECENV_CACHE_DIR": cache}, capture_output=True, text=True,
@@ -825,6 +828,13 @@ def main() -> None:
         " than N*N agents (a case without the index ignores it); default: its default",
     )
     parser.add_argument(
+        "--threads-per-block",
+        type=int,
+        metavar="N",
+        help="the CUDA threads of a game's block in every case (1-1024; the CPU backend has none); default: the"
+        " env's default",
+    )
+    parser.add_argument(
         "--actions-in-place",
         action="store_true",
         help="draw WarpTag-v0's actions into its action_buffer, which step reads where they are (as WarpDrive's"
@@ -867,6 +877,10 @@ def main() -> None:
         if args.index_cells < 1:
             parser.error(f"--index-cells must be at least 1, got {args.index_cells}")
         cases = [replace(case, index_cells=args.index_cells) for case in cases]
+    if args.threads_per_block is not None:
+        if not 1 <= args.threads_per_block <= 1024:
+            parser.error(f"--threads-per-block must be in [1, 1024], got {args.threads_per_block}")
+        cases = [replace(case, threads_per_block=args.threads_per_block) for case in cases]
     if args.direct_write_bytes is not None:
         if args.direct_write_bytes < 0:
             parser.error(f"--direct-write-bytes must be >= 0, got {args.direct_write_bytes}")

@@ -160,6 +160,9 @@ class GpuVectorEnv(VectorEnv):
             raise ValueError(f"{name}: direct_write_bytes must be None or an integer >= 0, got {direct_write_bytes!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"{name}: render_mode must be None or 'rgb_array', got {render_mode!r}")
+        # Checked on every backend, though only the CUDA kernel uses it: a bad value is a bug wherever it runs.
+        if threads_per_block is not None and not is_integer(threads_per_block, 1, 1024):
+            raise ValueError(f"{name}: threads_per_block must be an integer in [1, 1024], got {threads_per_block!r}")
         self.definition = definition
         self.device = resolve_device(device)
         self.backend = self._resolve_backend(backend)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "quick", "--backend", "cpu",
-               "--peers", "--markdown", "--max-registers", "40", "--game-work", "staged",
+               "--peers", "--markdown", "--max-registers", "40", "--game-work", "staged", "--threads-per-block", "64",
                "--out", str(tmp_path)]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -36,6 +37,7 @@ def test_quick_preset_on_cpu_writes_consistent_results(tmp_path):
         assert row["host_us"] > 0 and row["kernel_us"] > 0 and row["setup_s"] > 0
         assert row["max_registers"] == 40  # asked of every row (the CPU backend has no registers to cap)
         assert row["game_work"] == "staged"
+        assert row["threads_per_block"] is None  # asked of every row, but the CPU backend has no blocks
         moved = row["bytes"]
         # The kernel reads and writes the state, reads the actions and writes the outputs, observations included.
         assert moved["kernel"] > 2 * moved["state"] + moved["outputs"] > moved["obs"] > 0
@@ -104,6 +106,7 @@ def test_the_index_preset_takes_the_agents_per_game_to_sweep():
         (["--scale-agents", "500", "--scale-total-agents", "300"], "must be at least the largest --scale-agents, 500"),
         (["--max-registers", "8"], "--max-registers: expected an integer in [16, 255], 'none' or 'auto', got 8"),
         (["--copy", "true"], "--copy true: no case of the presets index has it"),
+        (["--threads-per-block", "0"], "--threads-per-block must be in [1, 1024], got 0"),
     ],
 )
 def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):
@@ -197,6 +200,15 @@ def test_arena_views_times_the_slots_named_through_the_ring_in_rounds():
                      r"\d+\.\d\d \(min \d+\.\d\d\) us a step", proc.stdout)  # fmt: skip
     assert re.search(r"2000 games x 110 agents, .*: 1 slots a batch, the ring is not used at one slot a batch",
                      proc.stdout)  # fmt: skip
+
+
+def test_the_block_size_option_reaches_the_env_only_where_named():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_step import Case, _named_options
+
+    case = Case("10+100 K=10, 100 games", 100, 10, 100)
+    assert "threads_per_block" not in _named_options(case)
+    assert _named_options(dataclasses.replace(case, threads_per_block=128))["threads_per_block"] == 128
 
 
 def test_the_register_cap_option_takes_a_cap_none_or_auto():
