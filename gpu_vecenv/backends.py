@@ -36,7 +36,6 @@ import torch
 from numba import cuda
 from numba.core.errors import NumbaError, NumbaPerformanceWarning
 
-from gpu_vecenv.arguments import is_integer
 from gpu_vecenv.codegen import KernelCompileError, load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import BUFFERS
@@ -105,9 +104,8 @@ def resident_blocks_per_multiprocessor(
 
 
 def _threads_per_block(definition: EnvDefinition, requested: int | None) -> int:
+    """The block size: ``requested`` (checked by the vector env, on every backend), else the defaults."""
     if requested is not None:
-        if not is_integer(requested, 1, 1024):
-            raise ValueError(f"threads_per_block must be an integer in [1, 1024], got {requested!r}")
         return int(requested)
     if SIMULATOR:
         return min(definition.num_agents, 32)  # one Python thread per CUDA thread there
