@@ -270,8 +270,11 @@ def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
     names, used = local(BLOCK_SCRATCH_BYTES, num_taggers=100, num_runners=900)
     assert names == ["cell_start", "row_x", "row_y", "sort_key", "runners_left"] and used == 24000
     assert local(0, num_taggers=100, num_runners=900) == ([], 0)
-    # A budget that misses one array still takes the smaller ones after it.
-    assert local(4 * 110 * 2 + 4 * 110, num_taggers=10, num_runners=100)[0] == ["alive_count", "runners_left"]
+    # A budget that misses one array still takes the smaller ones after it: at 610 agents, 28 B an agent take
+    # the 24 B of the sort's planes, the runners' sum, the positions and the cell starts, then not the prefix
+    # counts' two planes (8 B) but the list of agents by cell (4 B).
+    names, used = local(610 * 28, num_taggers=10, num_runners=600)
+    assert names == ["cell_start", "cell_agents", "row_x", "row_y", "sort_key", "runners_left"] and used == 610 * 28
     full = local(MAX_BLOCK_LOCAL_BYTES, num_taggers=1, num_runners=3, use_full_observation=True)
     assert full == (["runners_left"], 16)
     for bad in (-1, MAX_BLOCK_LOCAL_BYTES + 1, 1.5, "24k", None):

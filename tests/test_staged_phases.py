@@ -29,6 +29,8 @@ from gpu_vecenv.definition import Phase
 
 merge_cell_runs = sim.merge_cell_runs.py_func
 list_cells = sim.list_cells.py_func
+place_cell_key = sim.place_cell_key.py_func
+assign_cell = sim.assign_cell.py_func
 build_index = sim.build_index.py_func
 count_runners_left = sim.count_runners_left.py_func
 count_alive = sim.count_alive.py_func
@@ -54,19 +56,38 @@ def random_cells(num_agents, rng):
 @pytest.mark.parametrize("num_agents", [*range(2, 130), 255, 256, 257, 511, 512, 513, 1000, 1025])
 def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     rng = np.random.default_rng(num_agents)
-    cell_of, side = random_cells(num_agents, rng)
+    side = index_cells_per_side(num_agents, 10)
+    cells = side * side
     stages = stages_for(num_agents)
     assert 2**stages >= num_agents and (stages == 1 or 2 ** (stages - 1) < num_agents)
 
-    keys = cell_of[0].astype(np.int64) * num_agents + np.arange(num_agents)  # cell * num_agents + id
-    sort_key = np.zeros((2, 1, num_agents), np.int32)
-    sort_key[0, 0] = keys
-    run_stages(merge_cell_runs, stages, num_agents, (sort_key, num_agents), rng)
-    plane = stages % 2
-    assert np.array_equal(sort_key[plane, 0], np.sort(keys))
-
-    x, y = rng.random((2, 1, num_agents), np.float32)
+    # A quarter of the agents out of the game: they are in no cell, and only the others' keys are sorted.
+    x, y = (rng.random((2, 1, num_agents), np.float32) * np.float32(10.0)).astype(np.float32)
+    alive = (rng.random((1, num_agents)) >= 0.25).astype(np.int32)
+    inv_cell_size = np.float32(side / 10.0)
+    alive_count = np.full((2, 1, num_agents), -7, np.int32)
+    run_stages(count_alive_before, stages, num_agents, (alive, alive_count), rng)
+    count_plane = (stages - 1) % 2
+    sort_key = np.full((2, 1, num_agents), -7, np.int32)
+    staged_cell_of = np.full((1, num_agents), -7, np.int32)
     staged_start, staged_agents = np.full((2, 1, num_agents), -7, np.int32)
+    for a in rng.permutation(num_agents):
+        place_cell_key(0, int(a), x, y, alive, staged_cell_of, sort_key, alive_count, count_plane, staged_start,
+                       num_agents, side, inv_cell_size)  # fmt: skip
+    in_game = int(alive.sum())
+    assert staged_start[0, cells] == in_game
+    cell_of = np.full((1, num_agents), -7, np.int32)
+    for a in range(num_agents):
+        assign_cell(0, a, x, y, alive, cell_of, side, inv_cell_size)
+    assert np.array_equal(staged_cell_of, cell_of)
+    keys = np.sort(cell_of[0, alive[0] != 0].astype(np.int64) * num_agents + np.flatnonzero(alive[0]))  # cell * n + id
+    assert np.array_equal(np.sort(sort_key[0, 0, :in_game]), keys)  # every key in the game placed first
+    assert (sort_key[0, 0, in_game:] == -7).all()
+
+    run_stages(merge_cell_runs, stages, num_agents, (sort_key, staged_start, side), rng)
+    plane = stages % 2
+    assert np.array_equal(sort_key[plane, 0, :in_game], keys)
+
     staged_x, staged_y = np.full((2, 1, num_agents), -7, np.float32)
     for a in rng.permutation(num_agents):
         list_cells(0, int(a), x, y, sort_key, staged_agents, staged_start, staged_x, staged_y, num_agents, side,
@@ -75,14 +96,13 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     serial_x, serial_y = np.full((2, 1, num_agents), -7, np.float32)
     build_index(0, num_agents, side, x, y, cell_of, serial_start, serial_agents, serial_x, serial_y)
     # The same cell starts, the same agents in each cell in ascending ids, and the same untouched tail.
-    assert np.array_equal(staged_start[0, : side * side + 1], serial_start[0, : side * side + 1])
+    assert np.array_equal(staged_start[0, : cells + 1], serial_start[0, : cells + 1])
     assert np.array_equal(staged_agents, serial_agents)
     # Each listed agent's position beside it, in both builds.
-    listed = int((cell_of[0] < side * side).sum())
-    ids = serial_agents[0, :listed]
+    ids = serial_agents[0, :in_game]
     for copied in ((serial_x, serial_y), (staged_x, staged_y)):
-        assert np.array_equal(copied[0][0, :listed], x[0, ids]) and np.array_equal(copied[1][0, :listed], y[0, ids])
-        assert (copied[0][0, listed:] == -7).all() and (copied[1][0, listed:] == -7).all()
+        assert np.array_equal(copied[0][0, :in_game], x[0, ids]) and np.array_equal(copied[1][0, :in_game], y[0, ids])
+        assert (copied[0][0, in_game:] == -7).all() and (copied[1][0, in_game:] == -7).all()
 
 
 @pytest.mark.parametrize("num_agents", [1, 2, 3, 7, 8, 9, 100, 110, 1000])
@@ -188,7 +208,7 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
     game = numba.types.Array(numba.int32, 2, "C")
     game_f32 = numba.types.Array(numba.float32, 2, "C")
     signatures = {
-        "merge_cell_runs": (agent, agent, agent, plane, numba.int64),
+        "merge_cell_runs": (agent, agent, agent, plane, game, numba.int64),
         "list_cells": (
             agent,
             agent,
@@ -225,7 +245,10 @@ def test_the_staged_phases_compute_in_integers_only(phase, agent):
 
 @pytest.mark.parametrize(
     "spatial_index, staged_phases",
-    [(True, ["merge_cell_runs", "count_runners_left"]), (False, ["count_alive_before", "count_runners_left"])],
+    [
+        (True, ["count_alive_before", "merge_cell_runs", "count_runners_left"]),
+        (False, ["count_alive_before", "count_runners_left"]),
+    ],
     ids=["index", "scan"],
 )
 def test_staged_game_work_passes_the_agent_order_check(spatial_index, staged_phases):
@@ -253,8 +276,9 @@ def test_a_staged_phase_ends_each_stage_with_a_barrier_on_the_gpu():
                                 game_work="staged")  # fmt: skip
     source = generate_source(definition, "cuda")
     loop = f"for _st in range({stages_for(32)}):"
-    # The merge sort wherever observations are made (reset, frozen game, step, same-step reset), the count once.
-    assert source.count(loop) == 5
+    # The count of the agents in the game and the merge sort wherever observations are made (reset, frozen
+    # game, step, same-step reset), the count of runners left once.
+    assert source.count(loop) == 9
     stage = block_after(source, loop)
     assert stage[0] == "stage = np.uint32(_st)"
     assert stage[-1] == "cuda.syncthreads()"

@@ -390,11 +390,20 @@ def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
 
 
 @shared
-def assign_cell_key(g, a, x, y, alive, cell_of, sort_key, num_agents, index_cells, inv_cell_size):
-    """Agent ``a``'s cell, and its sort key ``cell * num_agents + a`` for :func:`merge_cell_runs`."""
+def place_cell_key(g, a, x, y, alive, cell_of, sort_key, alive_count, count_plane, cell_start, num_agents,
+                   index_cells, inv_cell_size):  # fmt: skip
+    """Agent ``a``'s cell and, if it is in the game, its sort key ``cell * num_agents + a`` for
+    :func:`merge_cell_runs`, placed among the keys of the agents in the game by the prefix counts of
+    :func:`count_alive_before` (plane ``count_plane``), so that only they are sorted; the last agent
+    stores how many they are in ``cell_start[g, index_cells**2]``, where :func:`list_cells` leaves it.
+    """
     c = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
     cell_of[g, a] = c
-    sort_key[0, g, a] = c * num_agents + a
+    counted = alive_count[count_plane, g, a]
+    if alive[g, a] != 0:
+        sort_key[0, g, counted - np.int32(1)] = c * num_agents + a
+    if a == num_agents - 1:
+        cell_start[g, index_cells * index_cells] = counted
 
 
 @shared(inline=False)
@@ -430,23 +439,28 @@ def build_index(g, num_agents, index_cells, x, y, cell_of, cell_start, cell_agen
 
 
 @shared
-def merge_cell_runs(g, a, stage, sort_key, num_agents):
-    """Stage ``stage`` of a merge sort of the game's sort keys, the staged form of :func:`build_index`.
+def merge_cell_runs(g, a, stage, sort_key, cell_start, index_cells):
+    """Stage ``stage`` of a merge sort of the keys of the agents in the game, the staged form of
+    :func:`build_index`.
 
-    Before the stage, plane ``stage % 2`` of ``sort_key`` holds runs of
-    ``2**stage`` ascending keys; agent ``a`` writes place ``a`` of the merged
-    pair of runs into the other plane, finding it by a binary search along the
-    merge path (what it writes is the ``k``-th smallest key of the pair, ``k``
-    its place there), so no two agents write one place. The keys are unique
-    (the id is part of them). After ``ceil(log2(num_agents))`` stages the
-    whole game is one ascending run.
+    The keys are the first ``n = cell_start[g, index_cells**2]`` places of
+    plane 0 (:func:`place_cell_key`). Before the stage, plane ``stage % 2``
+    of ``sort_key`` holds runs of ``2**stage`` ascending keys; agent
+    ``a < n`` writes place ``a`` of the merged pair of runs into the other
+    plane, finding it by a binary search along the merge path (what it
+    writes is the ``k``-th smallest key of the pair, ``k`` its place there),
+    so no two agents write one place; agents from ``n`` on have no place.
+    The keys are unique (the id is part of them). After
+    ``ceil(log2(num_agents))`` stages the ``n`` keys are one ascending run.
     """
     # Every position is unsigned (no negative-index wraparound per subscript), every literal too: an
     # unsigned 64-bit value met with a signed one would make a float.
     one = np.uint32(1)
     s = np.uint32(stage)
     q = np.uint32(a)
-    n = np.uint32(num_agents)
+    n = np.uint32(cell_start[g, index_cells * index_cells])
+    if q >= n:
+        return
     src = s & one
     dst = src ^ one
     width = np.uint32(one << s)
@@ -478,24 +492,25 @@ def merge_cell_runs(g, a, stage, sort_key, num_agents):
 def list_cells(g, a, x, y, sort_key, cell_agents, cell_start, row_x, row_y, num_agents, index_cells, sorted_plane):
     """:func:`build_index`'s result from the sorted keys of :func:`merge_cell_runs` (plane ``sorted_plane``).
 
-    Agent ``a`` lists the agent at place ``a`` (if in the game) with its position and, for
-    ``a <= index_cells**2``, finds where cell ``a`` starts by a binary search
+    Agent ``a`` lists the agent at place ``a`` (if that many are in the game,
+    ``cell_start[g, index_cells**2]``) with its position and, for
+    ``a < index_cells**2``, finds where cell ``a`` starts by a binary search
     of the keys; ``cell_agents`` past the last agent in the game is left as
     it was, as the serial build leaves it.
     """
     n = np.int64(num_agents)
     num_cells = np.int64(index_cells) * np.int64(index_cells)
-    key = np.int64(sort_key[sorted_plane, g, a])
-    if key < num_cells * n:
-        j = key % n
+    in_game = cell_start[g, num_cells]
+    if np.int64(a) < np.int64(in_game):
+        j = np.int64(sort_key[sorted_plane, g, a]) % n
         cell_agents[g, a] = j
         row_x[g, a] = x[g, j]
         row_y[g, a] = y[g, j]
-    if np.int64(a) <= num_cells:
+    if np.int64(a) < num_cells:
         first = np.int64(a) * n
         one = np.uint32(1)
         lo = np.uint32(0)
-        hi = np.uint32(num_agents)
+        hi = np.uint32(in_game)
         while lo < hi:
             m = np.uint32((lo + hi) >> one)
             if sort_key[sorted_plane, g, m] < first:
@@ -739,7 +754,8 @@ def tag_runners_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_
         # The box's cells of a row are neighbours in the index's list: one run of it.
         for p in range(cell_start[g, row + qx0], cell_start[g, row + qx1 + 1]):
             j = cell_agents[g, p]
-            if agent_type[g, j] != TAGGER or alive[g, j] == 0:
+            # Listed, a tagger is in the game: the index lists only those, and taggers never leave it.
+            if agent_type[g, j] != TAGGER:
                 continue
             # Written out, as in tag_runners: a helper returning (best, best_d2) cost the CPU kernel 20%.
             dx = x[g, j] - xa
