@@ -234,8 +234,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         block_threads: int | None = full_observation_threads(n, observe[0].slots)
     else:
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
-        # handed to thread r (list_row says which row is whose): only agents in the game take a thread.
-        state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("list_row", "int32")]
+        # handed to thread r: only agents in the game take a thread. The scan's observation finds an agent's
+        # row through list_row; the index's observes the agents in the game by row.
+        state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        if not indexed:
+            state += [StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
         # kernel, NOTES.md v15). Not two a call by 8-byte stores: that made the K=10 kernels slower (v31).
         listed = Phase(sim.observe_listed, "slot", slots=k)
@@ -262,7 +265,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 )
             else:
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
-            observe = (*build, Phase(sim.locate_in_index), Phase(sim.find_nearest_indexed), listed)
+            # The agents in the game observed by their place in the index's list, whose row of nbr_id the search
+            # wrote (no lookup of an agent's row by its id), then the rows of those out of the game.
+            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_listed_by_place, "slot", slots=k),
+                       Phase(sim.observe_out_of_game, "slot", slots=k))  # fmt: skip
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.

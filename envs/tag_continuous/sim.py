@@ -520,17 +520,6 @@ def list_cells(g, a, x, y, sort_key, cell_agents, cell_start, row_x, row_y, num_
         cell_start[g, a] = lo
 
 
-@shared
-def locate_in_index(g, a, cell_of, cell_start, cell_agents, list_row, index_cells):
-    """Agent ``a``'s place in the index's list ``cell_agents`` (its row of ``nbr_id``), -1 if out of the game."""
-    c = cell_of[g, a]
-    list_row[g, a] = -1
-    if c < index_cells * index_cells:
-        for p in range(cell_start[g, c], cell_start[g, c + 1]):
-            if cell_agents[g, p] == a:
-                list_row[g, a] = p
-
-
 @shared(inline=False)
 def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agents, index_cells, inv_cell_size,
                          cell_size, index_margin, near_key, nbr_id):  # fmt: skip
@@ -612,6 +601,23 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
 
 
 @shared
+def write_listed_slot(g, a, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                      agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, live,
+                      own_type):  # fmt: skip
+    """Slot ``slot`` of agent ``a``'s partial observation: the seven features of agent ``j`` (zeros where
+    ``j < 0``, an empty place) and, for slot 0, the entries after them (:func:`write_tail`'s arguments
+    loaded by the caller)."""
+    if j < 0:
+        for f in range(7):
+            obs[g, a, f * num_observed + slot] = ZERO
+    else:
+        write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
+                       agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
+    if slot == 0:
+        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
+
+
+@shared
 def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                    agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
     """Partial observation, slot ``slot < num_observed``: the seven features of the agent listed at
@@ -627,14 +633,40 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
     own_type = agent_type[g, a]
     row = list_row[g, a]
     j = nbr_id[slot, g, row] if row >= 0 else np.int32(-1)
-    if j < 0:
-        for f in range(7):
-            obs[g, a, f * num_observed + slot] = ZERO
-    else:
-        write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
-                       agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
+    write_listed_slot(g, a, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                      agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, live, own_type)  # fmt: skip
+
+
+@shared
+def observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                            alive, agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale,
+                            speed_scale, dir_scale, t, episode_length):  # fmt: skip
+    """:func:`observe_listed` for the agent at place ``a`` of the index's list (if that many are in the
+    game), whose list :func:`find_nearest_indexed` left in row ``a`` of ``nbr_id``; the rows of the
+    agents out of the game are :func:`observe_out_of_game`'s.
+
+    The observer's id and its list's entry are loaded side by side, then the listed agent's values: two
+    dependent loads before the values, where looking the observer's row up by its id takes three.
+    """
+    if np.int64(a) >= np.int64(cell_start[g, index_cells * index_cells]):
+        return
+    me = cell_agents[g, a]
+    j = nbr_id[slot, g, a]
+    write_listed_slot(g, me, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                      alive, agent_type, pos_scale, speed_scale, dir_scale, t[g], episode_length, True,
+                      agent_type[g, me])  # fmt: skip
+
+
+@shared
+def observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agent_type, t, episode_length):
+    """The observation of agent ``a`` out of the game, slot ``slot``: zeros for the listed agents, and
+    after them (slot 0) the entries :func:`write_tail` gives an agent out of the game."""
+    if alive[g, a] != 0:
+        return
+    for f in range(7):
+        obs[g, a, f * num_observed + slot] = ZERO
     if slot == 0:
-        write_tail(g, a, obs, num_observed, tail_entries, steps, episode_length, live, own_type)
+        write_tail(g, a, obs, num_observed, tail_entries, t[g], episode_length, False, agent_type[g, a])
 
 
 @shared
