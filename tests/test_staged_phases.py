@@ -45,14 +45,6 @@ def run_stages(phase, stages, num_agents, args, rng):
             phase(0, int(a), stage, *args)
 
 
-def random_cells(num_agents, rng):
-    """A cell for each agent, the grid WarpTag-v0 would use, a quarter of the agents out of the game."""
-    cells = index_cells_per_side(num_agents, 10) ** 2
-    cell_of = rng.integers(0, cells, (1, num_agents)).astype(np.int32)
-    cell_of[0, rng.random(num_agents) < 0.25] = cells  # out of the game: in no cell
-    return cell_of, int(np.sqrt(cells))
-
-
 @pytest.mark.parametrize("num_agents", [*range(2, 130), 255, 256, 257, 511, 512, 513, 1000, 1025])
 def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     rng = np.random.default_rng(num_agents)

@@ -601,6 +601,13 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
 
 
 @shared
+def clear_features(g, a, slot, obs, num_observed):
+    """Zeros for the seven features of slot ``slot`` of agent ``a``'s partial observation (an empty place)."""
+    for f in range(7):
+        obs[g, a, f * num_observed + slot] = ZERO
+
+
+@shared
 def write_listed_slot(g, a, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                       agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, live,
                       own_type):  # fmt: skip
@@ -608,8 +615,7 @@ def write_listed_slot(g, a, j, slot, obs, num_observed, tail_entries, x, y, spee
     ``j < 0``, an empty place) and, for slot 0, the entries after them (:func:`write_tail`'s arguments
     loaded by the caller)."""
     if j < 0:
-        for f in range(7):
-            obs[g, a, f * num_observed + slot] = ZERO
+        clear_features(g, a, slot, obs, num_observed)
     else:
         write_features(g, a, j, slot, True, obs, num_observed, x, y, speed, direction, acceleration, alive,
                        agent_type, pos_scale, speed_scale, dir_scale)  # fmt: skip
@@ -663,8 +669,7 @@ def observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agen
     after them (slot 0) the entries :func:`write_tail` gives an agent out of the game."""
     if alive[g, a] != 0:
         return
-    for f in range(7):
-        obs[g, a, f * num_observed + slot] = ZERO
+    clear_features(g, a, slot, obs, num_observed)
     if slot == 0:
         write_tail(g, a, obs, num_observed, tail_entries, t[g], episode_length, False, agent_type[g, a])
 
