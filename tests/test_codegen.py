@@ -266,9 +266,11 @@ def test_warp_tag_keeps_what_fits_of_its_scratch_in_shared_memory_in_order():
         return [s.name for s in definition.state if s.block_local], definition.block_local_bytes
 
     # 1000 agents: the sort's two planes (8 KB), the runners' sum (4 KB) and the positions the search reads
-    # (8 KB) fill 20 of the 24 KiB; the cell starts take the last 4 KB; the rest stays in the buffers.
+    # (8 KB) fill 20 of the 28 KiB and the cell starts 4 KB more; the prefix counts' two planes (8 KB) do not
+    # fit in the 4.7 KB left, the list by cell (4 KB) does; the rest stays in the buffers.
     names, used = local(BLOCK_SCRATCH_BYTES, num_taggers=100, num_runners=900)
-    assert names == ["cell_start", "row_x", "row_y", "sort_key", "runners_left"] and used == 24000
+    assert names == ["cell_start", "cell_agents", "row_x", "row_y", "sort_key", "runners_left"] and used == 28000
+    assert local(24 * 1024, num_taggers=100, num_runners=900)[1] == 24000
     assert local(0, num_taggers=100, num_runners=900) == ([], 0)
     # A budget that misses one array still takes the smaller ones after it: at 610 agents, 28 B an agent take
     # the 24 B of the sort's planes, the runners' sum, the positions and the cell starts, then not the prefix
@@ -414,7 +416,7 @@ def test_the_blocks_shared_memory_limits_how_many_games_fit_uncapped():
     # K = 100 at 10+100: the search's lists alone take 44 000 B a game, so 4 blocks an SM where registers hold 7.
     assert cap(4 * 132, MAX_BLOCK_LOCAL_BYTES) == (None, 47080)
     assert cap(4 * 132 + 1, MAX_BLOCK_LOCAL_BYTES) == (K_NEAREST_MAX_REGISTERS, 47080)
-    # Within the default 24 KiB the lists stay in the buffers, and the registers hold 7 blocks.
+    # Within the default 28 KiB the lists stay in the buffers, and the registers hold 7 blocks.
     assert cap(7 * 132, BLOCK_SCRATCH_BYTES)[0] is None
     assert cap(7 * 132 + 1, BLOCK_SCRATCH_BYTES)[0] == K_NEAREST_MAX_REGISTERS
 

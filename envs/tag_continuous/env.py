@@ -88,13 +88,18 @@ def full_observation_threads(num_agents: int, calls_per_agent: int) -> int | Non
 # budget. First the planes of the staged sorts and sums, each stage a read of what other agents wrote the stage
 # before (a round trip to L2 in the buffers); then what the search reads of every candidate; the lists last.
 # The index's search reads cell_start for every run of candidates, its build the prefix counts only to place
-# the keys: cell_start goes first (at 1000 agents the 24 KiB hold the sort's planes, runners_left, the
-# positions and cell_start; below the index's 512 agents the scan's counts and lists fit whatever the order).
+# the keys: cell_start goes first (at 1000 agents the 28 KiB hold the sort's planes, runners_left, the
+# positions, cell_start and the list by cell; below the index's 512 agents the scan's counts and lists fit
+# whatever the order).
 BLOCK_LOCAL_ORDER = ("sort_key", "runners_left", "row_x", "row_y", "alive_list", "cell_start", "alive_count",
                      "cell_agents", "cell_of", "list_row", "nbr_id")  # fmt: skip
-# Shared memory a game's block may take for them by default: 24 KiB leaves room on an SM (228 KiB) for the
-# 5 blocks of 256 threads of the capped 1000-agent kernel, and for its L1 cache, which holds the spills.
-BLOCK_SCRATCH_BYTES = 24 * 1024
+# Shared memory a game's block may take for them by default: 28 KiB leaves room on an SM (228 KiB) for the
+# 5 blocks of 256 threads of the capped 1000-agent kernel, and for its L1 cache, which holds the spills. On
+# an H100 the 100+900 rollout step took 0.875 ms with 24 KiB, 0.861 with 28 (the list by cell, read for
+# every candidate, joins), 0.879 with 32 (the prefix counts join instead) and 0.940 with 40 (both, and L1
+# down from 92 to 28 KiB); 10+100 agents take 7.5 KB of any of them
+# (benchmarks/results/h100_2026-12-07i/README.md).
+BLOCK_SCRATCH_BYTES = 28 * 1024
 
 
 def block_local_state(state: list[StateArray], num_agents: int, budget: int) -> list[StateArray]:
