@@ -384,7 +384,7 @@ def measure_ours(case: Case, device: torch.device, timing: Timing, actions_in_pl
         setup_cache = "cold" if _cache_files() - files else "warm"
 
     search = (
-        "-" if case.full_obs else ("index" if "cell_of" in {a.name for a in env.definition.state} else "scan")
+        "-" if case.full_obs else ("index" if "cell_start" in {a.name for a in env.definition.state} else "scan")
     )  # how the K nearest are found
     # Drawn in place, one component at a time, as the WarpDrive worker draws its actions (benchmarks/peers.py).
     nvec = env.single_action_space.nvec

@@ -140,11 +140,11 @@ def test_4096_agents_a_game():
 def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backend_unless_told():
     def uses_index(**params):
         envs = gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", **params)
-        return "cell_of" in envs.state
+        return "cell_start" in envs.state
 
     def cuda_definition_uses_index(num_runners):
         definition = tag_definition(TagConfig(num_runners=num_runners), backend="cuda")
-        return "cell_of" in {array.name for array in definition.state}
+        return "cell_start" in {array.name for array in definition.state}
 
     assert SPATIAL_INDEX_MIN_AGENTS == {"cuda": 512, "cpu": 256}
     assert not uses_index()  # 110 agents
@@ -157,7 +157,7 @@ def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backe
         gym.make_vec("WarpTag-v0", num_envs=1, device="cpu", spatial_index="yes")
     # Without a backend named, the definition is for the device an env made without one would get.
     default_backend = "cuda" if torch.cuda.is_available() else "cpu"
-    indexed = "cell_of" in {array.name for array in tag_definition(TagConfig(num_runners=300)).state}
+    indexed = "cell_start" in {array.name for array in tag_definition(TagConfig(num_runners=300)).state}
     assert indexed == (10 + 300 >= SPATIAL_INDEX_MIN_AGENTS[default_backend])
     with pytest.raises(ValueError, match=r"backend must be one of \['cpu', 'cuda'\], got 'gpu'"):
         tag_definition(TagConfig(), backend="gpu")
@@ -167,7 +167,7 @@ def test_the_index_is_chosen_by_the_number_of_agents_where_it_pays_on_each_backe
 def test_on_the_gpu_the_default_search_follows_the_gpu_threshold():
     def uses_index(**params):
         envs = gym.make_vec("WarpTag-v0", num_envs=1, **params)
-        return "cell_of" in {array.name for array in envs.unwrapped.definition.state}
+        return "cell_start" in {array.name for array in envs.unwrapped.definition.state}
 
     assert not uses_index(num_runners=246)  # no device named: the GPU, where the scan pays to 511 agents
     assert not uses_index(device="cuda", num_runners=501) and uses_index(device="cuda", num_runners=502)

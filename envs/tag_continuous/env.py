@@ -252,9 +252,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             # cell_start uses the first cells**2 + 1 slots of an agent-sized array (cells**2 + 1 <= agents).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
             # them without looking the ids up.
-            state += [StateArray("cell_of", "int32"), StateArray("cell_start", "int32"),
-                      StateArray("cell_agents", "int32"), StateArray("row_x", "float32"),
-                      StateArray("row_y", "float32")]  # fmt: skip
+            state += [StateArray("cell_start", "int32"), StateArray("cell_agents", "int32"),
+                      StateArray("row_x", "float32"), StateArray("row_y", "float32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between. Only
                 # the agents in the game are sorted (a rollout's games hold about a fifth of their agents on
@@ -269,6 +268,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                     Phase(sim.list_cells),
                 )
             else:
+                # Each agent's cell, for the one thread that lists the game's agents by cell.
+                state += [StateArray("cell_of", "int32")]
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
             # The agents in the game observed by their place in the index's list, whose row of nbr_id the search
             # wrote (no lookup of an agent's row by its id), then the rows of those out of the game.

@@ -390,18 +390,18 @@ def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
 
 
 @shared
-def place_cell_key(g, a, x, y, alive, cell_of, sort_key, alive_count, count_plane, cell_start, num_agents,
-                   index_cells, inv_cell_size):  # fmt: skip
-    """Agent ``a``'s cell and, if it is in the game, its sort key ``cell * num_agents + a`` for
-    :func:`merge_cell_runs`, placed among the keys of the agents in the game by the prefix counts of
-    :func:`count_alive_before` (plane ``count_plane``), so that only they are sorted; the last agent
-    stores how many they are in ``cell_start[g, index_cells**2]``, where :func:`list_cells` leaves it.
+def place_cell_key(g, a, x, y, alive, sort_key, alive_count, count_plane, cell_start, num_agents, index_cells,
+                   inv_cell_size):  # fmt: skip
+    """If agent ``a`` is in the game, its sort key ``cell * num_agents + a`` for :func:`merge_cell_runs`,
+    placed among the keys of the agents in the game by the prefix counts of :func:`count_alive_before`
+    (plane ``count_plane``), so that only they are sorted; the last agent stores how many they are in
+    ``cell_start[g, index_cells**2]``, where :func:`list_cells` leaves it.
     """
-    c = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
-    cell_of[g, a] = c
     counted = alive_count[count_plane, g, a]
     if alive[g, a] != 0:
-        sort_key[0, g, counted - np.int32(1)] = c * num_agents + a
+        cx = cell_column(x[g, a], index_cells, inv_cell_size)
+        cy = cell_column(y[g, a], index_cells, inv_cell_size)
+        sort_key[0, g, counted - np.int32(1)] = (cy * index_cells + cx) * num_agents + a
     if a == num_agents - 1:
         cell_start[g, index_cells * index_cells] = counted
 
@@ -806,7 +806,7 @@ def tag_runners_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_
 
 
 @shared(inline=False)
-def reward_taggers_and_survivors_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_of, cell_start,
+def reward_taggers_and_survivors_indexed(g, a, x, y, alive, agent_type, tagged_by, rewards, cell_start,
                                          cell_agents, index_cells, inv_cell_size, index_margin, tag_radius, t,
                                          episode_length, tag_reward_for_tagger,
                                          end_of_game_reward_for_runner):  # fmt: skip
@@ -815,7 +815,7 @@ def reward_taggers_and_survivors_indexed(g, a, x, y, alive, agent_type, tagged_b
     within the tag radius)."""
     if agent_type[g, a] == TAGGER:
         # Out of the game: it tagged no one (runners look for taggers in the game).
-        if cell_of[g, a] == index_cells * index_cells:
+        if alive[g, a] == 0:
             return
         qy0, qy1, qx0, qx1 = disc_window(x[g, a], y[g, a], tag_radius + index_margin, index_cells, inv_cell_size)
         for qy in range(qy0, qy1 + 1):
