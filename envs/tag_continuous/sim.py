@@ -399,9 +399,8 @@ def place_cell_key(g, a, x, y, alive, sort_key, alive_count, count_plane, cell_s
     """
     counted = alive_count[count_plane, g, a]
     if alive[g, a] != 0:
-        cx = cell_column(x[g, a], index_cells, inv_cell_size)
-        cy = cell_column(y[g, a], index_cells, inv_cell_size)
-        sort_key[0, g, counted - np.int32(1)] = (cy * index_cells + cx) * num_agents + a
+        c = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
+        sort_key[0, g, counted - np.int32(1)] = c * num_agents + a
     if a == num_agents - 1:
         cell_start[g, index_cells * index_cells] = counted
 
