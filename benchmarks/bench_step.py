@@ -750,6 +750,16 @@ def machine(device: torch.device) -> dict[str, Any]:
     return info
 
 
+def with_games(case: Case, games: int) -> Case:
+    """``case`` run with ``games`` games (``--games``): renamed, and without the targets and the
+    specification's WarpDrive figure, which hold for its own number of games only."""
+    if games == case.games:
+        return case
+    name, found = re.subn(r"\b\d+ games\b", f"{games} games", case.name)
+    return replace(case, name=name if found else f"{case.name}, {games} games", games=games, targets=(),
+                   spec_warpdrive_ms=None, setup_probe=False)  # fmt: skip
+
+
 def register_cap(text: str) -> int | str | None:
     """``--max-registers``: an integer in [16, 255], ``none`` or ``auto``."""
     if text in ("auto", "none"):
@@ -841,6 +851,14 @@ def main() -> None:
         " policies write into its data manager's arrays), instead of a tensor of the benchmark's own that step"
         " copies",
     )
+    parser.add_argument(
+        "--games",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="run each selected case with each of these numbers of games instead of its own (another number than"
+        " the case's drops its targets); e.g. 1980 2000 2640 show the cost of a partial last wave of blocks",
+    )
     parser.add_argument("--setup-probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_probe:
@@ -894,6 +912,10 @@ def main() -> None:
         if not cases:
             kept = " kept by --cases" if args.cases else ""
             parser.error(f"--copy {args.copy}: no case of the presets {', '.join(presets)}{kept} has it")
+    if args.games:
+        if min(args.games) < 1:
+            parser.error(f"--games: every number of games must be at least 1, got {min(args.games)}")
+        cases = [with_games(case, games) for case in cases for games in args.games]
     timing = TIMING["quick"] if presets == ["quick"] else TIMING[backend]
     meta: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -107,6 +107,7 @@ def test_the_index_preset_takes_the_agents_per_game_to_sweep():
         (["--max-registers", "8"], "--max-registers: expected an integer in [16, 255], 'none' or 'auto', got 8"),
         (["--copy", "true"], "--copy true: no case of the presets index has it"),
         (["--threads-per-block", "0"], "--threads-per-block must be in [1, 1024], got 0"),
+        (["--games", "1980", "0"], "--games: every number of games must be at least 1, got 0"),
     ],
 )
 def test_a_sweep_that_cannot_be_run_is_refused_before_anything_runs(arguments, message):
@@ -209,6 +210,18 @@ def test_the_block_size_option_reaches_the_env_only_where_named():
     case = Case("10+100 K=10, 100 games", 100, 10, 100)
     assert "threads_per_block" not in _named_options(case)
     assert _named_options(dataclasses.replace(case, threads_per_block=128))["threads_per_block"] == 128
+
+
+def test_another_number_of_games_renames_the_case_and_drops_what_held_for_its_own():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_step import targets_preset, with_games
+
+    headline = next(case for case in targets_preset() if case.name.startswith("100+900") and case.setup_probe)
+    assert with_games(headline, 2000) is headline
+    other = with_games(headline, 1980)
+    assert (other.name, other.games, other.key) == ("100+900 K=10, 1980 games", 1980, "1980x100+900:K=10")
+    assert other.targets == () and other.spec_warpdrive_ms is None and not other.setup_probe
+    assert (other.taggers, other.runners, other.copy) == (headline.taggers, headline.runners, headline.copy)
 
 
 def test_the_register_cap_option_takes_a_cap_none_or_auto():
