@@ -272,9 +272,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 state += [StateArray("cell_of", "int32")]
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
             # The agents in the game observed by their place in the index's list, whose row of nbr_id the search
-            # wrote (no lookup of an agent's row by its id), then the rows of those out of the game.
-            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_listed_by_place, "slot", slots=k),
-                       Phase(sim.observe_out_of_game, "slot", slots=k))  # fmt: skip
+            # wrote (no lookup of an agent's row by its id), and those out of the game by id, in one pass.
+            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_indexed, "slot", slots=k))
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.

@@ -648,7 +648,7 @@ def observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, s
                             speed_scale, dir_scale, t, episode_length):  # fmt: skip
     """:func:`observe_listed` for the agent at place ``a`` of the index's list (if that many are in the
     game), whose list :func:`find_nearest_indexed` left in row ``a`` of ``nbr_id``; the rows of the
-    agents out of the game are :func:`observe_out_of_game`'s.
+    agents out of the game are :func:`observe_out_of_game`'s (both in :func:`observe_indexed`).
 
     The observer's id and its list's entry are loaded side by side, then the listed agent's values: two
     dependent loads before the values, where looking the observer's row up by its id takes three.
@@ -671,6 +671,25 @@ def observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agen
     clear_features(g, a, slot, obs, num_observed)
     if slot == 0:
         write_tail(g, a, obs, num_observed, tail_entries, t[g], episode_length, False, agent_type[g, a])
+
+
+@shared
+def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
+                    agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale, speed_scale, dir_scale, t,
+                    episode_length):  # fmt: skip
+    """The index's partial observation, slot ``slot``, in one pass over the (``a``, ``slot``) pairs:
+    :func:`observe_listed_by_place` for the agent at place ``a`` of the list and
+    :func:`observe_out_of_game` for agent ``a``.
+
+    The two write different agents' rows (one in the game, one out of it),
+    so neither waits for the other: one loop over the pairs and no barrier
+    between them, where two phases took two loops of ``num_agents * K``
+    pairs each (most of the first one's pairs empty in a rollout's games).
+    """
+    observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                            alive, agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale, speed_scale,
+                            dir_scale, t, episode_length)  # fmt: skip
+    observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agent_type, t, episode_length)
 
 
 @shared
