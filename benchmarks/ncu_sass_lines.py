@@ -136,6 +136,15 @@ def functions_by_line(module: ModuleType) -> dict[int, str]:
     return owner
 
 
+def line_owner(line: int, owner: dict[int, str]) -> str:
+    """Who line ``line`` of the kernel module belongs to: ``"kernel"`` for the kernel's own lines (from
+    :data:`~gpu_vecenv.codegen.KERNEL_BODY_FIRST_LINE_WITH_LINEINFO` on), else the phase-module function
+    of :func:`functions_by_line` that holds it, else ``"(no line)"``."""
+    if line >= KERNEL_BODY_FIRST_LINE_WITH_LINEINFO:
+        return "kernel"
+    return owner.get(line, "(no line)")
+
+
 def print_opcode_mix(path: Path, profiled: list[dict[str, str]], top: int) -> None:
     """The instructions executed per opcode family (the opcode before its first dot), most first."""
     families: dict[str, float] = defaultdict(float)
@@ -188,13 +197,14 @@ def main(argv: list[str] | None = None) -> None:
 
     def place(line: int) -> tuple[str, str, str]:
         """(group, where, text) of a line: a phase module's function, or the kernel's own line."""
-        if line >= KERNEL_BODY_FIRST_LINE_WITH_LINEINFO:
+        function = line_owner(line, owner)
+        if function == "kernel":
             source = re.sub(r"\b(_phase\d+)\(", lambda m: aliases.get(m.group(1), m.group(1)) + "(", text[line - 1])
             return f"kernel: {source.strip()[:70]}", f"kernel:{line}", source.strip()
         if line in owner:
-            short = owner[line].split(".")[0]
-            return owner[line], f"{short}:{line}", phase_text[short][line - 1].strip()
-        return "(no line)", f"line {line}", ""
+            short = function.split(".")[0]
+            return function, f"{short}:{line}", phase_text[short][line - 1].strip()
+        return function, f"line {line}", ""
 
     total = sum(number(r[INSTRUCTIONS]) for r in profiled) or 1.0
     stalls = sum(number(r.get(STALLS, "")) for r in profiled) or 1.0

@@ -17,11 +17,10 @@ import argparse
 import sys
 from collections import Counter
 
-from ncu_sass_lines import functions_by_line, local_instructions  # sets GPU_VECENV_LINEINFO=1 first
+from ncu_sass_lines import functions_by_line, line_owner, local_instructions  # sets GPU_VECENV_LINEINFO=1 first
 from ptx_report import kernel_ptx
 
 from gpu_vecenv.check import parse_param
-from gpu_vecenv.codegen import KERNEL_BODY_FIRST_LINE_WITH_LINEINFO
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,17 +36,14 @@ def main(argv: list[str] | None = None) -> None:
     local = local_instructions(ptx, (cc[0], cc[1]), max_registers)
     owner = functions_by_line(module)
 
-    def where(line: int) -> str:
-        return "kernel" if line >= KERNEL_BODY_FIRST_LINE_WITH_LINEINFO else owner.get(line, "(no line)")
-
-    counts = Counter(where(line) for line, _ in local)
+    counts = Counter(line_owner(line, owner) for line, _ in local)
     print(f"{args.env_id} {dict(args.param)}: {len(local)} SASS instructions (sm_{cc[0]}{cc[1]})")
     for name, count in counts.most_common(args.top):
         print(f"{count:>7}  {name}")
     if args.runs:
         runs, current = [], 0
         for line, _ in local:
-            if where(line).split(".")[-1] == args.runs:
+            if line_owner(line, owner).split(".")[-1] == args.runs:
                 current += 1
             elif current:
                 runs.append(current)
