@@ -23,6 +23,9 @@ HALF_PI = np.float32(0.5 * math.pi)
 ZERO = np.float32(0.0)
 FAR = np.float32(np.inf)
 TAGGER = 1
+# The slots a stage of count_alive_before or count_runners_left combines: half the stages (and barriers) of
+# pairs, for as many loads in all.
+COUNT_RADIX = 4
 
 
 @shared
@@ -278,27 +281,40 @@ def count_alive(g, num_agents, alive, alive_count):
 
 @shared
 def count_alive_before(g, a, stage, alive, alive_count):
-    """Stage ``stage`` of :func:`count_alive`'s prefix count, spread over the agents (a Hillis-Steele scan).
+    """Stage ``stage`` of :func:`count_alive`'s prefix count, spread over the agents (a Hillis-Steele scan
+    of radix :data:`COUNT_RADIX`, 4).
 
     After stage ``s``, slot ``a`` of plane ``s % 2`` of ``alive_count`` holds
-    the number of agents in the game among the ``2**(s + 1)`` slots up to and
-    including ``a``: agent ``a`` adds the previous plane's count ``2**s``
-    slots below to its own. After ``ceil(log2(num_agents))`` stages plane
-    ``(stages - 1) % 2`` holds :func:`count_alive`'s counts.
+    the number of agents in the game among the ``4**(s + 1)`` slots up to and
+    including ``a``: agent ``a`` adds the previous plane's counts ``4**s``,
+    ``2 * 4**s`` and ``3 * 4**s`` slots below to its own. After
+    ``ceil(log4(num_agents))`` stages (``stages_for(num_agents, COUNT_RADIX)``)
+    plane ``(stages - 1) % 2`` holds :func:`count_alive`'s counts: half the
+    stages, and barriers, of a scan of radix 2 for the same loads in all.
     """
     one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
     s = np.uint32(stage)
     q = np.uint32(a)
-    width = np.uint32(one << s)
+    width = np.uint32(one << (s + s))
+    twice = np.uint32(width + width)
+    thrice = np.uint32(twice + width)
     if s == 0:
         total = np.int32(1) if alive[g, q] != 0 else np.int32(0)
-        if q >= one and alive[g, q - one] != 0:
+        if q >= width and alive[g, q - width] != 0:
+            total += np.int32(1)
+        if q >= twice and alive[g, q - twice] != 0:
+            total += np.int32(1)
+        if q >= thrice and alive[g, q - thrice] != 0:
             total += np.int32(1)
     else:
         src = np.uint32((s + one) & one)
         total = alive_count[src, g, q]
         if q >= width:
             total += alive_count[src, g, q - width]
+        if q >= twice:
+            total += alive_count[src, g, q - twice]
+        if q >= thrice:
+            total += alive_count[src, g, q - thrice]
     alive_count[s & one, g, q] = total
 
 
@@ -860,30 +876,33 @@ def end_game(g, alive, agent_type, num_agents, t, episode_length, terminated):
 
 @shared
 def count_runners_left(g, a, stage, alive, agent_type, runners_left, num_agents):
-    """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count.
+    """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count (a tree
+    of radix :data:`COUNT_RADIX`, 4).
 
-    Before stage ``s`` the first ``ceil(num_agents / 2**s)`` slots of
+    Before stage ``s`` the first ``size = ceil(num_agents / 4**s)`` slots of
     ``runners_left`` hold partial sums (before stage 0, each agent's own
-    0 or 1); agent ``a`` in the first half of them adds the slot half
-    their count above its own. After ``ceil(log2(num_agents))`` stages slot 0
-    holds the number of runners in the game.
+    0 or 1); agent ``a`` in the first quarter of them, ``a < ceil(size / 4)``,
+    adds the slots one, two and three quarters above its own (those below
+    ``size``). After ``ceil(log4(num_agents))`` stages slot 0 holds the
+    number of runners in the game.
     """
     one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
+    three = np.uint32(3)
     s = np.uint32(stage)
     q = np.uint32(a)
-    size = np.uint32((np.uint32(num_agents) + (one << s) - one) >> s)
-    half = np.uint32((size + one) >> one)
-    if q >= half:
+    size = np.uint32((np.uint32(num_agents) + (one << (s + s)) - one) >> (s + s))
+    quarter = np.uint32((size + three) >> np.uint32(2))
+    if q >= quarter:
         return
-    other = np.uint32(q + half)
-    if s == 0:
-        total = 1 if agent_type[g, q] != TAGGER and alive[g, q] != 0 else 0
-        if other < size and agent_type[g, other] != TAGGER and alive[g, other] != 0:
-            total += 1
-    else:
-        total = runners_left[g, q]
+    total = np.int32(0)
+    for j in range(4):
+        other = np.uint32(q + np.uint32(j) * quarter)
         if other < size:
-            total += runners_left[g, other]
+            if s == 0:
+                if agent_type[g, other] != TAGGER and alive[g, other] != 0:
+                    total += np.int32(1)
+            else:
+                total += runners_left[g, other]
     runners_left[g, q] = total
 
 
