@@ -53,15 +53,14 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     cells = side * side
     stages = stages_for(num_agents)
     assert 2**stages >= num_agents and (stages == 1 or 2 ** (stages - 1) < num_agents)
-    count_stages = stages_for(num_agents, COUNT_RADIX)
 
     # A quarter of the agents out of the game: they are in no cell, and only the others' keys are sorted.
     x, y = (rng.random((2, 1, num_agents), np.float32) * np.float32(10.0)).astype(np.float32)
     alive = (rng.random((1, num_agents)) >= 0.25).astype(np.int32)
     inv_cell_size = np.float32(side / 10.0)
     alive_count = np.full((2, 1, num_agents), -7, np.int32)
-    run_stages(count_alive_before, count_stages, num_agents, (alive, alive_count), rng)
-    count_plane = (count_stages - 1) % 2
+    run_stages(count_alive_before, stages, num_agents, (alive, alive_count), rng)
+    count_plane = (stages - 1) % 2
     sort_key = np.full((2, 1, num_agents), -7, np.int32)
     staged_start, staged_agents = np.full((2, 1, num_agents), -7, np.int32)
     for a in rng.permutation(num_agents):
@@ -120,7 +119,7 @@ def test_the_tree_sum_counts_the_runners_left(num_agents):
 def test_the_staged_prefix_count_lists_the_agents_in_the_game_as_the_serial_count(num_agents, in_game):
     rng = np.random.default_rng(num_agents)
     alive = (rng.random((1, num_agents)) < in_game).astype(np.int32)
-    stages = stages_for(num_agents, COUNT_RADIX)
+    stages = stages_for(num_agents)
     staged_count = np.full((2, 1, num_agents), -7, np.int32)
     run_stages(count_alive_before, stages, num_agents, (alive, staged_count), rng)
     serial_count = np.full((1, 1, num_agents), -7, np.int32)
@@ -274,12 +273,12 @@ def test_a_staged_phase_ends_each_stage_with_a_barrier_on_the_gpu():
     definition = tag_definition(TagConfig(num_taggers=2, num_runners=30), spatial_index=True, backend="cuda",
                                 game_work="staged")  # fmt: skip
     source = generate_source(definition, "cuda")
-    sort, count = (f"for _st in range({stages_for(32, radix)}):" for radix in (2, COUNT_RADIX))
-    assert (sort, count) == ("for _st in range(5):", "for _st in range(3):")
+    pairs, quads = (f"for _st in range({stages_for(32, radix)}):" for radix in (2, COUNT_RADIX))
+    assert (pairs, quads) == ("for _st in range(5):", "for _st in range(3):")
     # The count of the agents in the game and the merge sort wherever observations are made (reset, frozen
     # game, step, same-step reset), the count of runners left once.
-    assert source.count(sort) == 4 and source.count(count) == 5
-    for loop in (sort, count):
+    assert source.count(pairs) == 8 and source.count(quads) == 1
+    for loop in (pairs, quads):
         stage = block_after(source, loop)
         assert stage[0] == "stage = np.uint32(_st)"
         assert stage[-1] == "cuda.syncthreads()"

@@ -172,10 +172,10 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     cell, the count of runners left). ``"serial"``: one thread of the game
     walks every agent. ``"staged"``: the game's agents share it in stages
     (:class:`~gpu_vecenv.definition.Phase`'s ``stages``): a merge sort of cell
-    keys in ``ceil(log2(num_agents))``, a prefix count of the agents in the
-    game and a tree sum of the runners left in ``ceil(log4(num_agents))``
-    (``sim.COUNT_RADIX``), more work in all but a dependent chain of
-    logarithmic rather than ``num_agents`` steps.
+    keys and a prefix count of the agents in the game in
+    ``ceil(log2(num_agents))``, a tree sum of the runners left in
+    ``ceil(log4(num_agents))`` (``sim.COUNT_RADIX``), more work in all but a
+    dependent chain of logarithmic rather than ``num_agents`` steps.
     ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
     CPU). The results are the same either way. ``block_scratch_bytes``: the
     shared memory a game's CUDA block may take for the step's scratch arrays
@@ -217,7 +217,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
     staged = game_work == "staged"
     stages = stages_for(n)
-    count_stages = stages_for(n, sim.COUNT_RADIX)
+    sum_stages = stages_for(n, sim.COUNT_RADIX)
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
@@ -269,7 +269,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 state += [StateArray("sort_key", "int64" if wide else "int32", length=2),
                           StateArray("alive_count", "int32", length=2, vector=True)]  # fmt: skip
                 build: tuple[Phase, ...] = (
-                    Phase(sim.count_alive_before, stages=count_stages),
+                    Phase(sim.count_alive_before, stages=stages),
                     Phase(sim.place_cell_key),
                     Phase(sim.merge_cell_runs, stages=stages),
                     Phase(sim.list_cells),
@@ -287,9 +287,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             state += [StateArray("alive_count", "int32", length=2 if staged else 1, vector=True),
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
-            count = (
-                (Phase(sim.count_alive_before, stages=count_stages),) if staged else (Phase(sim.count_alive, "game"),)
-            )
+            count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
             observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
@@ -314,7 +312,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         "runner_exits_game_after_tagged": int(config.runner_exits_game_after_tagged),
     }
     if not config.use_full_observation and (staged or not indexed):
-        constants["count_plane"] = (count_stages - 1) % 2 if staged else 0  # the plane holding the finished counts
+        constants["count_plane"] = (stages - 1) % 2 if staged else 0  # the plane holding the finished counts
     if indexed:
         cell_size = np.float32(config.grid_length / cells)
         constants.update(
@@ -329,7 +327,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if staged:
         state += [StateArray("runners_left", "int32")]
         end_phases: tuple[Phase, ...] = (
-            Phase(sim.count_runners_left, stages=count_stages),
+            Phase(sim.count_runners_left, stages=sum_stages),
             Phase(sim.end_game_counted, "game"),
         )
     else:

@@ -23,8 +23,8 @@ HALF_PI = np.float32(0.5 * math.pi)
 ZERO = np.float32(0.0)
 FAR = np.float32(np.inf)
 TAGGER = 1
-# The slots a stage of count_alive_before or count_runners_left combines: half the stages (and barriers) of
-# pairs, for as many loads in all.
+# The slots a stage of count_runners_left combines: half the stages (and barriers) of pairs, for as many
+# loads in all.
 COUNT_RADIX = 4
 
 
@@ -281,40 +281,27 @@ def count_alive(g, num_agents, alive, alive_count):
 
 @shared
 def count_alive_before(g, a, stage, alive, alive_count):
-    """Stage ``stage`` of :func:`count_alive`'s prefix count, spread over the agents (a Hillis-Steele scan
-    of radix :data:`COUNT_RADIX`, 4).
+    """Stage ``stage`` of :func:`count_alive`'s prefix count, spread over the agents (a Hillis-Steele scan).
 
     After stage ``s``, slot ``a`` of plane ``s % 2`` of ``alive_count`` holds
-    the number of agents in the game among the ``4**(s + 1)`` slots up to and
-    including ``a``: agent ``a`` adds the previous plane's counts ``4**s``,
-    ``2 * 4**s`` and ``3 * 4**s`` slots below to its own. After
-    ``ceil(log4(num_agents))`` stages (``stages_for(num_agents, COUNT_RADIX)``)
-    plane ``(stages - 1) % 2`` holds :func:`count_alive`'s counts: half the
-    stages, and barriers, of a scan of radix 2 for the same loads in all.
+    the number of agents in the game among the ``2**(s + 1)`` slots up to and
+    including ``a``: agent ``a`` adds the previous plane's count ``2**s``
+    slots below to its own. After ``ceil(log2(num_agents))`` stages plane
+    ``(stages - 1) % 2`` holds :func:`count_alive`'s counts.
     """
     one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
     s = np.uint32(stage)
     q = np.uint32(a)
-    width = np.uint32(one << (s + s))
-    twice = np.uint32(width + width)
-    thrice = np.uint32(twice + width)
+    width = np.uint32(one << s)
     if s == 0:
         total = np.int32(1) if alive[g, q] != 0 else np.int32(0)
-        if q >= width and alive[g, q - width] != 0:
-            total += np.int32(1)
-        if q >= twice and alive[g, q - twice] != 0:
-            total += np.int32(1)
-        if q >= thrice and alive[g, q - thrice] != 0:
+        if q >= one and alive[g, q - one] != 0:
             total += np.int32(1)
     else:
         src = np.uint32((s + one) & one)
         total = alive_count[src, g, q]
         if q >= width:
             total += alive_count[src, g, q - width]
-        if q >= twice:
-            total += alive_count[src, g, q - twice]
-        if q >= thrice:
-            total += alive_count[src, g, q - thrice]
     alive_count[s & one, g, q] = total
 
 
