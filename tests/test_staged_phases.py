@@ -36,6 +36,7 @@ count_runners_left = sim.count_runners_left.py_func
 count_alive = sim.count_alive.py_func
 count_alive_before = sim.count_alive_before.py_func
 list_alive = sim.list_alive.py_func
+COUNT_RADIX = sim.COUNT_RADIX
 
 
 def run_stages(phase, stages, num_agents, args, rng):
@@ -96,13 +97,19 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
         assert (copied[0][0, in_game:] == -7).all() and (copied[1][0, in_game:] == -7).all()
 
 
-@pytest.mark.parametrize("num_agents", [1, 2, 3, 7, 8, 9, 100, 110, 1000])
+def test_a_stage_count_is_the_least_that_reaches_every_agent():
+    assert [stages_for(n) for n in (1, 2, 3, 4, 5, 1000, 1024, 1025)] == [1, 1, 2, 2, 3, 10, 10, 11]
+    assert [stages_for(n, 4) for n in (1, 4, 5, 16, 17, 110, 1000, 1024, 1025, 4096)] == [1, 1, 2, 2, 3, 4, 5, 5, 6, 6]
+    assert stages_for(np.int64(1000), 4) == 5
+
+
+@pytest.mark.parametrize("num_agents", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 110, 1000, 1025])
 def test_the_tree_sum_counts_the_runners_left(num_agents):
     rng = np.random.default_rng(num_agents)
     alive = (rng.random((1, num_agents)) < 0.6).astype(np.int32)
     agent_type = (rng.random((1, num_agents)) < 0.2).astype(np.int32)  # 1: tagger
     runners_left = np.full((1, num_agents), -7, np.int32)
-    run_stages(count_runners_left, stages_for(num_agents), num_agents, (alive, agent_type, runners_left,
+    run_stages(count_runners_left, stages_for(num_agents, COUNT_RADIX), num_agents, (alive, agent_type, runners_left,
                                                                         num_agents), rng)  # fmt: skip
     assert runners_left[0, 0] == int(((agent_type[0] != 1) & (alive[0] != 0)).sum())
 
@@ -266,13 +273,15 @@ def test_a_staged_phase_ends_each_stage_with_a_barrier_on_the_gpu():
     definition = tag_definition(TagConfig(num_taggers=2, num_runners=30), spatial_index=True, backend="cuda",
                                 game_work="staged")  # fmt: skip
     source = generate_source(definition, "cuda")
-    loop = f"for _st in range({stages_for(32)}):"
+    pairs, quads = (f"for _st in range({stages_for(32, radix)}):" for radix in (2, COUNT_RADIX))
+    assert (pairs, quads) == ("for _st in range(5):", "for _st in range(3):")
     # The count of the agents in the game and the merge sort wherever observations are made (reset, frozen
     # game, step, same-step reset), the count of runners left once.
-    assert source.count(loop) == 9
-    stage = block_after(source, loop)
-    assert stage[0] == "stage = np.uint32(_st)"
-    assert stage[-1] == "cuda.syncthreads()"
+    assert source.count(pairs) == 8 and source.count(quads) == 1
+    for loop in (pairs, quads):
+        stage = block_after(source, loop)
+        assert stage[0] == "stage = np.uint32(_st)"
+        assert stage[-1] == "cuda.syncthreads()"
     assert "_phase" in " ".join(stage) and "while a < num_agents:" in stage
 
 

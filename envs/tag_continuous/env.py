@@ -134,9 +134,13 @@ GAME_WORK = ("serial", "staged")
 DEFAULT_GAME_WORK = {"cuda": "staged", "cpu": "serial"}
 
 
-def stages_for(num_agents: int) -> int:
-    """Stages of a merge sort or tree sum over ``num_agents`` slots: ``ceil(log2(num_agents))``, at least 1."""
-    return max(1, (int(num_agents) - 1).bit_length())  # int(): a numpy integer has no bit_length
+def stages_for(num_agents: int, radix: int = 2) -> int:
+    """Stages of a merge sort (``radix`` 2) or of a tree sum or prefix count that combines ``radix`` slots a
+    stage, over ``num_agents`` slots: ``ceil(log_radix(num_agents))``, at least 1."""
+    stages, reach = 1, int(radix)  # int(): exact integer powers, whatever integer type came
+    while reach < int(num_agents):
+        stages, reach = stages + 1, reach * int(radix)
+    return stages
 
 
 def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend: str | None = None,
@@ -166,10 +170,12 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     what ``sm_limits`` allow), where the cap would only add spills.
     ``game_work``: how the work done once per game runs (the index's sort by
     cell, the count of runners left). ``"serial"``: one thread of the game
-    walks every agent. ``"staged"``: the game's agents share it in
-    ``ceil(log2(num_agents))`` stages (:class:`~gpu_vecenv.definition.Phase`'s
-    ``stages``): a merge sort of cell keys and a tree sum, more work in all
-    but a dependent chain of ``log2`` rather than ``num_agents`` steps.
+    walks every agent. ``"staged"``: the game's agents share it in stages
+    (:class:`~gpu_vecenv.definition.Phase`'s ``stages``): a merge sort of cell
+    keys and a prefix count of the agents in the game in
+    ``ceil(log2(num_agents))``, a tree sum of the runners left in
+    ``ceil(log4(num_agents))`` (``sim.COUNT_RADIX``), more work in all but a
+    dependent chain of logarithmic rather than ``num_agents`` steps.
     ``None``: ``DEFAULT_GAME_WORK[backend]`` (staged on a GPU, serial on a
     CPU). The results are the same either way. ``block_scratch_bytes``: the
     shared memory a game's CUDA block may take for the step's scratch arrays
@@ -211,6 +217,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         raise ValueError(f"WarpTag: game_work must be one of {GAME_WORK} or None, got {game_work!r}")
     staged = game_work == "staged"
     stages = stages_for(n)
+    sum_stages = stages_for(n, sim.COUNT_RADIX)
     indexed = not config.use_full_observation and (
         n >= SPATIAL_INDEX_MIN_AGENTS[backend] if spatial_index is None else bool(spatial_index)
     )
@@ -320,7 +327,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
     if staged:
         state += [StateArray("runners_left", "int32")]
         end_phases: tuple[Phase, ...] = (
-            Phase(sim.count_runners_left, stages=stages),
+            Phase(sim.count_runners_left, stages=sum_stages),
             Phase(sim.end_game_counted, "game"),
         )
     else:

@@ -23,6 +23,9 @@ HALF_PI = np.float32(0.5 * math.pi)
 ZERO = np.float32(0.0)
 FAR = np.float32(np.inf)
 TAGGER = 1
+# The slots a stage of count_runners_left combines: half the stages (and barriers) of pairs, for as many
+# loads in all.
+COUNT_RADIX = 4
 
 
 @shared
@@ -541,60 +544,62 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
     breaks ties on the id (:func:`insert_key`; before, a separate comparison
     of the ids on equal distances was 11% of the 100+900 step's instructions).
     """
+    # Places past the agents in the game have no list: their rows of nbr_id are never read, so not written.
+    if np.int64(a) >= np.int64(cell_start[g, index_cells * index_cells]):
+        return
     k_max = num_observed
     empty = distance_key(FAR, -1)
     for m in range(k_max):
         near_key[m] = empty
-    if np.int64(a) < np.int64(cell_start[g, index_cells * index_cells]):
-        xa = row_x[g, a]
-        ya = row_y[g, a]
-        # The agent's cell, as cell_containing computed it from the same position.
-        cx = cell_column(xa, index_cells, inv_cell_size)
-        cy = cell_column(ya, index_cells, inv_cell_size)
-        last = index_cells - 1
-        rings = max(max(cx, last - cx), max(cy, last - cy))
-        # The first ring searched is the 3 x 3 cells around the agent's (one cell rarely holds K agents).
-        for r in range(1, max(rings, 1) + 1):
-            for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
-                row = qy * index_cells
-                # A row of ring cells is one run of the index's list (cells of a row are neighbours in it):
-                # the ring's top and bottom rows, and every row of the first ring; other rows hold two ring
-                # cells, one at each end.
-                edge = r == 1 or qy == cy - r or qy == cy + r
-                for end in range(2):
-                    if edge:
-                        if end == 1:
-                            break
-                        first = row + max(cx - r, 0)
-                        past = row + min(cx + r, last) + 1
-                    else:
-                        qx = cx - r if end == 0 else cx + r
-                        if qx < 0 or qx > last:
-                            continue
-                        first = row + qx
-                        past = first + 1
-                    for p in range(cell_start[g, first], cell_start[g, past]):
-                        if p == a:
-                            continue
-                        dx = row_x[g, p] - xa
-                        dy = row_y[g, p] - ya
-                        d2 = dx * dx + dy * dy
-                        if d2 <= key_distance(near_key[k_max - 1]):
-                            insert_key(distance_key(d2, cell_agents[g, p]), k_max, near_key)
-            worst = key_distance(near_key[k_max - 1])
-            if key_id(near_key[k_max - 1]) >= 0:  # the list is full
-                gap = FAR  # distance from the agent to the nearest cell not yet searched
-                if cx - r > 0:
-                    gap = min(gap, xa - np.float32(cx - r) * cell_size)
-                if cx + r < last:
-                    gap = min(gap, np.float32(cx + r + 1) * cell_size - xa)
-                if cy - r > 0:
-                    gap = min(gap, ya - np.float32(cy - r) * cell_size)
-                if cy + r < last:
-                    gap = min(gap, np.float32(cy + r + 1) * cell_size - ya)
-                gap = gap - index_margin
-                if gap > ZERO and worst < gap * gap:
-                    break
+    xa = row_x[g, a]
+    ya = row_y[g, a]
+    # The agent's cell, as cell_containing computed it from the same position.
+    cx = cell_column(xa, index_cells, inv_cell_size)
+    cy = cell_column(ya, index_cells, inv_cell_size)
+    last = index_cells - 1
+    rings = max(max(cx, last - cx), max(cy, last - cy))
+    # The first ring searched is the 3 x 3 cells around the agent's (one cell rarely holds K agents).
+    for r in range(1, max(rings, 1) + 1):
+        for qy in range(max(cy - r, 0), min(cy + r, last) + 1):
+            row = qy * index_cells
+            # A row of ring cells is one run of the index's list (cells of a row are neighbours in it):
+            # the ring's top and bottom rows, and every row of the first ring; other rows hold two ring
+            # cells, one at each end.
+            edge = r == 1 or qy == cy - r or qy == cy + r
+            for end in range(2):
+                if edge:
+                    if end == 1:
+                        break
+                    first = row + max(cx - r, 0)
+                    past = row + min(cx + r, last) + 1
+                else:
+                    qx = cx - r if end == 0 else cx + r
+                    if qx < 0 or qx > last:
+                        continue
+                    first = row + qx
+                    past = first + 1
+                for p in range(cell_start[g, first], cell_start[g, past]):
+                    if p == a:
+                        continue
+                    dx = row_x[g, p] - xa
+                    dy = row_y[g, p] - ya
+                    d2 = dx * dx + dy * dy
+                    if d2 <= key_distance(near_key[k_max - 1]):
+                        insert_key(distance_key(d2, cell_agents[g, p]), k_max, near_key)
+        worst = key_distance(near_key[k_max - 1])
+        if key_id(near_key[k_max - 1]) >= 0:  # the list is full
+            gap = FAR  # distance from the agent to the nearest cell not yet searched
+            if cx - r > 0:
+                gap = min(gap, xa - np.float32(cx - r) * cell_size)
+            if cx + r < last:
+                gap = min(gap, np.float32(cx + r + 1) * cell_size - xa)
+            if cy - r > 0:
+                gap = min(gap, ya - np.float32(cy - r) * cell_size)
+            if cy + r < last:
+                gap = min(gap, np.float32(cy + r + 1) * cell_size - ya)
+            gap = gap - index_margin
+            if gap > ZERO and worst < gap * gap:
+                break
     for m in range(k_max):
         nbr_id[m, g, a] = key_id(near_key[m])
 
@@ -858,30 +863,33 @@ def end_game(g, alive, agent_type, num_agents, t, episode_length, terminated):
 
 @shared
 def count_runners_left(g, a, stage, alive, agent_type, runners_left, num_agents):
-    """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count.
+    """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count (a tree
+    of radix :data:`COUNT_RADIX`, 4).
 
-    Before stage ``s`` the first ``ceil(num_agents / 2**s)`` slots of
+    Before stage ``s`` the first ``size = ceil(num_agents / 4**s)`` slots of
     ``runners_left`` hold partial sums (before stage 0, each agent's own
-    0 or 1); agent ``a`` in the first half of them adds the slot half
-    their count above its own. After ``ceil(log2(num_agents))`` stages slot 0
-    holds the number of runners in the game.
+    0 or 1); agent ``a`` in the first quarter of them, ``a < ceil(size / 4)``,
+    adds the slots one, two and three quarters above its own (those below
+    ``size``). After ``ceil(log4(num_agents))`` stages slot 0 holds the
+    number of runners in the game.
     """
     one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
+    three = np.uint32(3)
     s = np.uint32(stage)
     q = np.uint32(a)
-    size = np.uint32((np.uint32(num_agents) + (one << s) - one) >> s)
-    half = np.uint32((size + one) >> one)
-    if q >= half:
+    size = np.uint32((np.uint32(num_agents) + (one << (s + s)) - one) >> (s + s))
+    quarter = np.uint32((size + three) >> np.uint32(2))
+    if q >= quarter:
         return
-    other = np.uint32(q + half)
-    if s == 0:
-        total = 1 if agent_type[g, q] != TAGGER and alive[g, q] != 0 else 0
-        if other < size and agent_type[g, other] != TAGGER and alive[g, other] != 0:
-            total += 1
-    else:
-        total = runners_left[g, q]
+    total = np.int32(0)
+    for j in range(4):
+        other = np.uint32(q + np.uint32(j) * quarter)
         if other < size:
-            total += runners_left[g, other]
+            if s == 0:
+                if agent_type[g, other] != TAGGER and alive[g, other] != 0:
+                    total += np.int32(1)
+            else:
+                total += runners_left[g, other]
     runners_left[g, q] = total
 
 
