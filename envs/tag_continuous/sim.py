@@ -23,9 +23,10 @@ HALF_PI = np.float32(0.5 * math.pi)
 ZERO = np.float32(0.0)
 FAR = np.float32(np.inf)
 TAGGER = 1
-# The slots a stage of count_runners_left combines: half the stages (and barriers) of pairs, for as many
-# loads in all.
-COUNT_RADIX = 4
+# The slots a stage of count_runners_left combines, a power of two (its stages shift by COUNT_RADIX_BITS):
+# 4 takes half the stages (and barriers) of pairs, for as many loads in all.
+COUNT_RADIX_BITS = 2
+COUNT_RADIX = 1 << COUNT_RADIX_BITS
 
 
 @shared
@@ -393,6 +394,14 @@ def assign_cell(g, a, x, y, alive, cell_of, index_cells, inv_cell_size):
 
 
 @shared
+def agents_in_index(g, cell_start, index_cells):
+    """How many of the game's agents the index lists (those in the game): slot ``index_cells**2`` of
+    ``cell_start``, past the last cell's start, where :func:`place_cell_key` (staged) and
+    :func:`build_index` (serial) leave it."""
+    return cell_start[g, index_cells * index_cells]
+
+
+@shared
 def place_cell_key(g, a, x, y, alive, sort_key, alive_count, count_plane, cell_start, num_agents, index_cells,
                    inv_cell_size):  # fmt: skip
     """If agent ``a`` is in the game, its sort key ``cell * num_agents + a`` for :func:`merge_cell_runs`,
@@ -460,7 +469,7 @@ def merge_cell_runs(g, a, stage, sort_key, cell_start, index_cells):
     one = np.uint32(1)
     s = np.uint32(stage)
     q = np.uint32(a)
-    n = np.uint32(cell_start[g, index_cells * index_cells])
+    n = np.uint32(agents_in_index(g, cell_start, index_cells))
     if q >= n:
         return
     src = s & one
@@ -502,7 +511,7 @@ def list_cells(g, a, x, y, sort_key, cell_agents, cell_start, row_x, row_y, num_
     """
     n = np.int64(num_agents)
     num_cells = np.int64(index_cells) * np.int64(index_cells)
-    in_game = cell_start[g, num_cells]
+    in_game = agents_in_index(g, cell_start, index_cells)
     if np.int64(a) < np.int64(in_game):
         j = np.int64(sort_key[sorted_plane, g, a]) % n
         cell_agents[g, a] = j
@@ -545,7 +554,7 @@ def find_nearest_indexed(g, a, num_observed, row_x, row_y, cell_start, cell_agen
     of the ids on equal distances was 11% of the 100+900 step's instructions).
     """
     # Places past the agents in the game have no list: their rows of nbr_id are never read, so not written.
-    if np.int64(a) >= np.int64(cell_start[g, index_cells * index_cells]):
+    if np.int64(a) >= np.int64(agents_in_index(g, cell_start, index_cells)):
         return
     k_max = num_observed
     empty = distance_key(FAR, -1)
@@ -658,7 +667,7 @@ def observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, s
     The observer's id and its list's entry are loaded side by side, then the listed agent's values: two
     dependent loads before the values, where looking the observer's row up by its id takes three.
     """
-    if np.int64(a) >= np.int64(cell_start[g, index_cells * index_cells]):
+    if np.int64(a) >= np.int64(agents_in_index(g, cell_start, index_cells)):
         return
     me = cell_agents[g, a]
     j = nbr_id[slot, g, a]
@@ -864,26 +873,27 @@ def end_game(g, alive, agent_type, num_agents, t, episode_length, terminated):
 @shared
 def count_runners_left(g, a, stage, alive, agent_type, runners_left, num_agents):
     """Stage ``stage`` of a sum over the game's agents, the staged form of :func:`end_game`'s count (a tree
-    of radix :data:`COUNT_RADIX`, 4).
+    of radix ``R =`` :data:`COUNT_RADIX`, 4).
 
-    Before stage ``s`` the first ``size = ceil(num_agents / 4**s)`` slots of
+    Before stage ``s`` the first ``size = ceil(num_agents / R**s)`` slots of
     ``runners_left`` hold partial sums (before stage 0, each agent's own
-    0 or 1); agent ``a`` in the first quarter of them, ``a < ceil(size / 4)``,
-    adds the slots one, two and three quarters above its own (those below
-    ``size``). After ``ceil(log4(num_agents))`` stages slot 0 holds the
-    number of runners in the game.
+    0 or 1); agent ``a`` in the first ``R``-th of them, ``a < part =
+    ceil(size / R)``, adds the slots ``part``, ``2 * part``, ... above its
+    own (those below ``size``). After ``ceil(log_R(num_agents))`` stages
+    slot 0 holds the number of runners in the game.
     """
     one = np.uint32(1)  # unsigned throughout, as in merge_cell_runs
-    three = np.uint32(3)
+    bits = np.uint32(COUNT_RADIX_BITS)
     s = np.uint32(stage)
     q = np.uint32(a)
-    size = np.uint32((np.uint32(num_agents) + (one << (s + s)) - one) >> (s + s))
-    quarter = np.uint32((size + three) >> np.uint32(2))
-    if q >= quarter:
+    shift = np.uint32(bits * s)
+    size = np.uint32((np.uint32(num_agents) + (one << shift) - one) >> shift)
+    part = np.uint32((size + np.uint32(COUNT_RADIX) - one) >> bits)
+    if q >= part:
         return
     total = np.int32(0)
-    for j in range(4):
-        other = np.uint32(q + np.uint32(j) * quarter)
+    for j in range(COUNT_RADIX):
+        other = np.uint32(q + np.uint32(j) * part)
         if other < size:
             if s == 0:
                 if agent_type[g, other] != TAGGER and alive[g, other] != 0:
