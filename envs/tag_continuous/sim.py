@@ -684,18 +684,25 @@ def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, di
     list's entry (in shared memory on the GPU where the list is block-local),
     where reading the agent's ``alive`` flag was one more load from the
     game's state for each pair, most of them out of the game in a rollout.
+    The tail's values (the step, the agent's type) are loaded by every pair
+    before its first store: the compiler may not move a load above a store
+    that could write the same memory, and loaded after the features' stores,
+    slot 0 waited for them (a warp's pairs name three or four agents, so the
+    extra loads are a few addresses a warp).
     """
     me = cell_agents[g, a]
+    steps = t[g]
+    own_type = agent_type[g, me]
     if np.int64(a) < np.int64(agents_in_index(g, cell_start, index_cells)):
         # The observer's id and its list's entry side by side, then the listed agent's values.
         j = nbr_id[slot, g, a]
         write_listed_slot(g, me, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
-                          alive, agent_type, pos_scale, speed_scale, dir_scale, t[g], episode_length, True,
-                          agent_type[g, me])  # fmt: skip
+                          alive, agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, True,
+                          own_type)  # fmt: skip
     else:
         clear_features(g, me, slot, obs, num_observed)
         if slot == 0:
-            write_tail(g, me, obs, num_observed, tail_entries, t[g], episode_length, False, agent_type[g, me])
+            write_tail(g, me, obs, num_observed, tail_entries, steps, episode_length, False, own_type)
 
 
 @shared
