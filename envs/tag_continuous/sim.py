@@ -668,6 +668,43 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
 
 
 @shared
+def tail_pair_value(e, tail, tail_entries, own_type):
+    """Entry ``e`` of the row of an agent out of the game: zero, but for the own type after the time (which is
+    zero out of the game) when the observation has it."""
+    return np.float32(own_type) if tail_entries > 1 and e == tail + 1 else ZERO
+
+
+@shared
+def clear_row_share(g, a, slot, obs, num_observed, tail_entries, own_type):
+    """Share ``slot`` of ``num_observed`` of the row of agent ``a``, out of the game: the entries
+    :func:`clear_features` and :func:`write_tail` give it over all its slots, by 8-byte stores.
+
+    The row's entries from ``shift`` on (1 where the row starts 4 bytes past
+    an 8-byte boundary, else 0) are taken two at a time: pair ``p`` is
+    entries ``shift + 2p`` and the next, and share ``slot`` writes the pairs
+    ``p = slot, slot + num_observed, ...``, each by one 8-byte store (the
+    row's last entry alone where a pair would leave the row); share 0 also
+    writes entry 0 where ``shift`` is 1. So every entry is written by one
+    share, and neighbouring shares of one row (neighbouring lanes of a warp)
+    write neighbouring pairs: about 3.6 stores a share at K = 10, where the
+    features' and the tail's stores wrote 4 bytes each, about 7.2 a slot.
+    """
+    tail = 7 * num_observed
+    width = tail + tail_entries
+    shift = 0 if pair_aligned(obs, g, a, 0) else 1
+    if shift == 1 and slot == 0:
+        obs[g, a, 0] = ZERO
+    e = np.int64(shift) + 2 * np.int64(slot)
+    while e < width:
+        first = tail_pair_value(e, tail, tail_entries, own_type)
+        if e + 1 < width:
+            store_pair(obs, g, a, e, first, tail_pair_value(e + 1, tail, tail_entries, own_type))
+        else:
+            obs[g, a, e] = first
+        e += 2 * np.int64(num_observed)
+
+
+@shared
 def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                     agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale, speed_scale, dir_scale, t,
                     episode_length):  # fmt: skip
@@ -676,10 +713,11 @@ def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, di
     The first ``n`` places (``cell_start[g, index_cells**2]``) are the agents
     in the game, each with the list :func:`find_nearest_indexed` left in
     row ``a`` of ``nbr_id``, written as :func:`observe_listed` writes it; the
-    places after them are the agents out of the game, whose slot is zeros
-    (and, for slot 0, the entries :func:`write_tail` gives an agent out of
-    the game). The list names every agent once, so every row is written,
-    each by its own (place, slot) pairs, in one loop over the pairs. The
+    places after them are the agents out of the game, whose rows (zeros, and
+    the entries :func:`write_tail` gives an agent out of the game) are
+    written in shares of 8-byte stores, :func:`clear_row_share`. The list
+    names every agent once, so every row is written, each by its own
+    (place, slot) pairs, in one loop over the pairs. The
     place says whether its agent is in the game: a pair's first load is the
     list's entry (in shared memory on the GPU where the list is block-local),
     where reading the agent's ``alive`` flag was one more load from the
@@ -700,9 +738,7 @@ def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, di
                           alive, agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, True,
                           own_type)  # fmt: skip
     else:
-        clear_features(g, me, slot, obs, num_observed)
-        if slot == 0:
-            write_tail(g, me, obs, num_observed, tail_entries, steps, episode_length, False, own_type)
+        clear_row_share(g, me, slot, obs, num_observed, tail_entries, own_type)
 
 
 @shared
