@@ -715,18 +715,19 @@ def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, di
     row ``a`` of ``nbr_id``, written as :func:`observe_listed` writes it; the
     places after them are the agents out of the game, whose rows (zeros, and
     the entries :func:`write_tail` gives an agent out of the game) are
-    written in shares of 8-byte stores, :func:`clear_row_share`. The list
+    written in shares of 8-byte stores (:func:`clear_row_share`). The list
     names every agent once, so every row is written, each by its own
-    (place, slot) pairs, in one loop over the pairs. The
-    place says whether its agent is in the game: a pair's first load is the
-    list's entry (in shared memory on the GPU where the list is block-local),
-    where reading the agent's ``alive`` flag was one more load from the
-    game's state for each pair, most of them out of the game in a rollout.
-    The tail's values (the step, the agent's type) are loaded by every pair
-    before its first store: the compiler may not move a load above a store
-    that could write the same memory, and loaded after the features' stores,
-    slot 0 waited for them (a warp's pairs name three or four agents, so the
-    extra loads are a few addresses a warp).
+    (place, slot) pairs, in one loop over the pairs.
+
+    The place says whether its agent is in the game: a pair's first load is
+    the list's entry (in shared memory on the GPU where the list is
+    block-local), where reading the agent's ``alive`` flag was one more load
+    from the game's state for each pair, most of them out of the game in a
+    rollout. The tail's values (the step, the agent's type) are loaded by
+    every pair before its first store: the compiler may not move a load
+    above a store that could write the same memory, and loaded after the
+    features' stores, slot 0 waited for them (a warp's pairs name three or
+    four agents, so the extra loads are a few addresses a warp).
     """
     me = cell_agents[g, a]
     steps = t[g]
