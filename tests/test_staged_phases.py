@@ -64,8 +64,8 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     sort_key = np.full((2, 1, num_agents), -7, np.int32)
     staged_start, staged_agents = np.full((2, 1, num_agents), -7, np.int32)
     for a in rng.permutation(num_agents):
-        place_cell_key(0, int(a), x, y, alive, sort_key, alive_count, count_plane, staged_start, num_agents, side,
-                       inv_cell_size)  # fmt: skip
+        place_cell_key(0, int(a), x, y, alive, sort_key, alive_count, count_plane, staged_start, staged_agents,
+                       num_agents, side, inv_cell_size)  # fmt: skip
     in_game = int(alive.sum())
     assert staged_start[0, cells] == in_game
     cell_of = np.full((1, num_agents), -7, np.int32)
@@ -75,6 +75,8 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     keys = np.sort(cell_of[0, alive[0] != 0].astype(np.int64) * num_agents + np.flatnonzero(alive[0]))  # cell * n + id
     assert np.array_equal(np.sort(sort_key[0, 0, :in_game]), keys)  # every key in the game placed first
     assert (sort_key[0, 0, in_game:] == -7).all()
+    # The agents out of the game listed after the places of those in the game, in ascending ids.
+    assert np.array_equal(staged_agents[0, in_game:], np.flatnonzero(alive[0] == 0))
 
     run_stages(merge_cell_runs, stages, num_agents, (sort_key, staged_start, side), rng)
     plane = stages % 2
@@ -87,9 +89,10 @@ def test_the_merge_sort_builds_the_index_the_serial_build_builds(num_agents):
     serial_start, serial_agents = np.full((2, 1, num_agents), -7, np.int32)
     serial_x, serial_y = np.full((2, 1, num_agents), -7, np.float32)
     build_index(0, num_agents, side, x, y, cell_of, serial_start, serial_agents, serial_x, serial_y)
-    # The same cell starts, the same agents in each cell in ascending ids, and the same untouched tail.
+    # The same cell starts, the same agents in each cell in ascending ids, then the same agents out of the game.
     assert np.array_equal(staged_start[0, : cells + 1], serial_start[0, : cells + 1])
     assert np.array_equal(staged_agents, serial_agents)
+    assert np.array_equal(np.sort(serial_agents[0]), np.arange(num_agents))  # every agent listed once
     # Each listed agent's position beside it, in both builds.
     ids = serial_agents[0, :in_game]
     for copied in ((serial_x, serial_y), (staged_x, staged_y)):

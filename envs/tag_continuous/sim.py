@@ -402,17 +402,22 @@ def agents_in_index(g, cell_start, index_cells):
 
 
 @shared
-def place_cell_key(g, a, x, y, alive, sort_key, alive_count, count_plane, cell_start, num_agents, index_cells,
-                   inv_cell_size):  # fmt: skip
+def place_cell_key(g, a, x, y, alive, sort_key, alive_count, count_plane, cell_start, cell_agents, num_agents,
+                   index_cells, inv_cell_size):  # fmt: skip
     """If agent ``a`` is in the game, its sort key ``cell * num_agents + a`` for :func:`merge_cell_runs`,
     placed among the keys of the agents in the game by the prefix counts of :func:`count_alive_before`
-    (plane ``count_plane``), so that only they are sorted; the last agent stores how many they are in
-    ``cell_start[g, index_cells**2]``, where :func:`list_cells` leaves it.
+    (plane ``count_plane``), so that only they are sorted; else its id in ``cell_agents``, at its place
+    among the agents out of the game after the ``n`` places that :func:`list_cells` fills (ascending ids,
+    as :func:`build_index` lists them). The last agent stores ``n`` in ``cell_start[g, index_cells**2]``,
+    where :func:`list_cells` leaves it.
     """
     counted = alive_count[count_plane, g, a]
     if alive[g, a] != 0:
         c = cell_containing(g, a, x, y, alive, index_cells, inv_cell_size)
         sort_key[0, g, counted - np.int32(1)] = c * num_agents + a
+    else:
+        in_game = alive_count[count_plane, g, num_agents - 1]
+        cell_agents[g, in_game + np.int32(a) - counted] = a
     if a == num_agents - 1:
         cell_start[g, index_cells * index_cells] = counted
 
@@ -423,7 +428,8 @@ def build_index(g, num_agents, index_cells, x, y, cell_of, cell_start, cell_agen
 
     Afterwards cell ``c`` holds ``cell_agents[g, cell_start[g, c] : cell_start[g, c + 1]]``
     in ascending ids, and the agent at place ``p`` of that list has its position in slot ``p`` of
-    ``row_x`` / ``row_y``; agents out of the game are in no cell. ``cell_start`` is an
+    ``row_x`` / ``row_y``; agents out of the game are in no cell, and follow the last cell's agents in
+    ``cell_agents``, in ascending ids (for :func:`observe_indexed`). ``cell_start`` is an
     agent-sized array whose first ``index_cells**2 + 1`` slots are used.
     """
     num_cells = index_cells * index_cells
@@ -447,6 +453,11 @@ def build_index(g, num_agents, index_cells, x, y, cell_of, cell_start, cell_agen
     for c in range(num_cells, 0, -1):
         cell_start[g, c] = cell_start[g, c - 1]
     cell_start[g, 0] = 0
+    place = cell_start[g, num_cells]
+    for j in range(num_agents):
+        if cell_of[g, j] >= num_cells:
+            cell_agents[g, place] = j
+            place += 1
 
 
 @shared
@@ -506,8 +517,8 @@ def list_cells(g, a, x, y, sort_key, cell_agents, cell_start, row_x, row_y, num_
     Agent ``a`` lists the agent at place ``a`` (if that many are in the game,
     ``cell_start[g, index_cells**2]``) with its position and, for
     ``a < index_cells**2``, finds where cell ``a`` starts by a binary search
-    of the keys; ``cell_agents`` past the last agent in the game is left as
-    it was, as the serial build leaves it.
+    of the keys; ``cell_agents`` past the last agent in the game lists the
+    agents out of the game, as :func:`place_cell_key` left it.
     """
     n = np.int64(num_agents)
     num_cells = np.int64(index_cells) * np.int64(index_cells)
@@ -657,53 +668,78 @@ def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, dir
 
 
 @shared
-def observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
-                            alive, agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale,
-                            speed_scale, dir_scale, t, episode_length):  # fmt: skip
-    """:func:`observe_listed` for the agent at place ``a`` of the index's list (if that many are in the
-    game), whose list :func:`find_nearest_indexed` left in row ``a`` of ``nbr_id``; the rows of the
-    agents out of the game are :func:`observe_out_of_game`'s (both in :func:`observe_indexed`).
-
-    The observer's id and its list's entry are loaded side by side, then the listed agent's values: two
-    dependent loads before the values, where looking the observer's row up by its id takes three.
-    """
-    if np.int64(a) >= np.int64(agents_in_index(g, cell_start, index_cells)):
-        return
-    me = cell_agents[g, a]
-    j = nbr_id[slot, g, a]
-    write_listed_slot(g, me, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
-                      alive, agent_type, pos_scale, speed_scale, dir_scale, t[g], episode_length, True,
-                      agent_type[g, me])  # fmt: skip
+def tail_pair_value(e, tail, tail_entries, own_type):
+    """Entry ``e`` of the row of an agent out of the game: zero, but for the own type after the time (which is
+    zero out of the game) when the observation has it."""
+    return np.float32(own_type) if tail_entries > 1 and e == tail + 1 else ZERO
 
 
 @shared
-def observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agent_type, t, episode_length):
-    """The observation of agent ``a`` out of the game, slot ``slot``: zeros for the listed agents, and
-    after them (slot 0) the entries :func:`write_tail` gives an agent out of the game."""
-    if alive[g, a] != 0:
-        return
-    clear_features(g, a, slot, obs, num_observed)
-    if slot == 0:
-        write_tail(g, a, obs, num_observed, tail_entries, t[g], episode_length, False, agent_type[g, a])
+def clear_row_share(g, a, slot, obs, num_observed, tail_entries, own_type):
+    """Share ``slot`` of ``num_observed`` of the row of agent ``a``, out of the game: the entries
+    :func:`clear_features` and :func:`write_tail` give it over all its slots, by 8-byte stores.
+
+    The row's entries from ``shift`` on (1 where the row starts 4 bytes past
+    an 8-byte boundary, else 0) are taken two at a time: pair ``p`` is
+    entries ``shift + 2p`` and the next, and share ``slot`` writes the pairs
+    ``p = slot, slot + num_observed, ...``, each by one 8-byte store (the
+    row's last entry alone where a pair would leave the row); share 0 also
+    writes entry 0 where ``shift`` is 1. So every entry is written by one
+    share, and neighbouring shares of one row (neighbouring lanes of a warp)
+    write neighbouring pairs: about 3.6 stores a share at K = 10, where the
+    features' and the tail's stores wrote 4 bytes each, about 7.2 a slot.
+    """
+    tail = 7 * num_observed
+    width = tail + tail_entries
+    shift = 0 if pair_aligned(obs, g, a, 0) else 1
+    if shift == 1 and slot == 0:
+        obs[g, a, 0] = ZERO
+    e = np.int64(shift) + 2 * np.int64(slot)
+    while e < width:
+        first = tail_pair_value(e, tail, tail_entries, own_type)
+        if e + 1 < width:
+            store_pair(obs, g, a, e, first, tail_pair_value(e + 1, tail, tail_entries, own_type))
+        else:
+            obs[g, a, e] = first
+        e += 2 * np.int64(num_observed)
 
 
 @shared
 def observe_indexed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
                     agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale, speed_scale, dir_scale, t,
                     episode_length):  # fmt: skip
-    """The index's partial observation, slot ``slot``, in one pass over the (``a``, ``slot``) pairs:
-    :func:`observe_listed_by_place` for the agent at place ``a`` of the list and
-    :func:`observe_out_of_game` for agent ``a``.
+    """The index's partial observation, slot ``slot``, of the agent its list names at place ``a``.
 
-    The two write different agents' rows (one in the game, one out of it),
-    so neither waits for the other: one loop over the pairs and no barrier
-    between them, where two phases took two loops of ``num_agents * K``
-    pairs each (most of the first one's pairs empty in a rollout's games).
+    The first ``n`` places (``cell_start[g, index_cells**2]``) are the agents
+    in the game, each with the list :func:`find_nearest_indexed` left in
+    row ``a`` of ``nbr_id``, written as :func:`observe_listed` writes it; the
+    places after them are the agents out of the game, whose rows (zeros, and
+    the entries :func:`write_tail` gives an agent out of the game) are
+    written in shares of 8-byte stores (:func:`clear_row_share`). The list
+    names every agent once, so every row is written, each by its own
+    (place, slot) pairs, in one loop over the pairs.
+
+    The place says whether its agent is in the game: a pair's first load is
+    the list's entry (in shared memory on the GPU where the list is
+    block-local), where reading the agent's ``alive`` flag was one more load
+    from the game's state for each pair, most of them out of the game in a
+    rollout. The tail's values (the step, the agent's type) are loaded by
+    every pair before its first store: the compiler may not move a load
+    above a store that could write the same memory, and loaded after the
+    features' stores, slot 0 waited for them (a warp's pairs name three or
+    four agents, so the extra loads are a few addresses a warp).
     """
-    observe_listed_by_place(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
-                            alive, agent_type, cell_start, cell_agents, index_cells, nbr_id, pos_scale, speed_scale,
-                            dir_scale, t, episode_length)  # fmt: skip
-    observe_out_of_game(g, a, slot, obs, num_observed, tail_entries, alive, agent_type, t, episode_length)
+    me = cell_agents[g, a]
+    steps = t[g]
+    own_type = agent_type[g, me]
+    if np.int64(a) < np.int64(agents_in_index(g, cell_start, index_cells)):
+        # The observer's id and its list's entry side by side, then the listed agent's values.
+        j = nbr_id[slot, g, a]
+        write_listed_slot(g, me, j, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                          alive, agent_type, pos_scale, speed_scale, dir_scale, steps, episode_length, True,
+                          own_type)  # fmt: skip
+    else:
+        clear_row_share(g, me, slot, obs, num_observed, tail_entries, own_type)
 
 
 @shared
