@@ -199,3 +199,30 @@ def test_cell_starts_fit_in_an_agent_sized_array():
         for k in (1, 3, 10, 40):
             cells = index_cells_per_side(n, k)
             assert cells >= 1 and cells * cells + 1 <= n, (n, k, cells)
+
+
+@pytest.mark.parametrize("num_observed, tail_entries", [(10, 2), (10, 1), (3, 2), (3, 1), (1, 1)])
+def test_the_shares_of_a_row_out_of_the_game_write_it_whole_each_entry_once(num_observed, tail_entries):
+    """Through the index, the row of an agent out of the game is written by its K (place, slot) pairs, each a
+    share of the row by 8-byte stores (``sim.clear_row_share``): together they must write what the slots'
+    zeros and the tail give that agent, and no entry twice (on the GPU, two pairs writing one entry race)."""
+    from envs.tag_continuous import sim
+
+    width = 7 * num_observed + tail_entries
+    runner = 1
+    # Two rows: where the width is odd, the second starts 4 bytes past an 8-byte boundary.
+    for a in range(2):
+        expected = np.full((1, 2, width), np.nan, np.float32)
+        for slot in range(num_observed):
+            sim.clear_features(0, a, slot, expected, num_observed)
+        sim.write_tail(0, a, expected, num_observed, tail_entries, 5, 10, False, runner)
+        assert not np.isnan(expected[0, a]).any()
+        shares = []
+        for slot in range(num_observed):
+            obs = np.full((1, 2, width), np.nan, np.float32)
+            sim.clear_row_share(0, a, slot, obs, num_observed, tail_entries, runner)
+            assert np.isnan(obs[0, 1 - a]).all(), "a share wrote another agent's row"
+            shares.append(obs[0, a])
+        written = ~np.isnan(np.stack(shares))
+        assert (written.sum(axis=0) == 1).all(), f"entries written by no share or by two: {written.sum(axis=0)}"
+        assert np.array_equal(np.nanmax(np.stack(shares), axis=0), expected[0, a])
