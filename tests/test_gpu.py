@@ -5,6 +5,7 @@ Streams, several envs and the absence of host syncs in step() are in test_concur
 
 from __future__ import annotations
 
+import gc
 import warnings
 
 import gymnasium as gym
@@ -170,6 +171,9 @@ def test_the_steps_scratch_in_shared_memory_gives_the_buffers_game_bit_for_bit(p
 
 
 def test_close_frees_gpu_memory():
+    # Envs an earlier test in this process left unreferenced are freed first: collected during this one,
+    # they would make its memory look freed (or not).
+    gc.collect()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     envs = gym.make_vec("WarpTag-v0", num_envs=2000, device="cuda")
@@ -177,8 +181,6 @@ def test_close_frees_gpu_memory():
     envs.step(random_actions(envs))
     assert torch.cuda.memory_allocated() > before
     envs.close()
-    import gc
-
     gc.collect()
     assert torch.cuda.memory_allocated() - before < 1 << 20
     with pytest.raises(RuntimeError, match="closed"):
