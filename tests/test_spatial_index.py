@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import gpu_vecenv  # noqa: F401  (registers WarpTag-v0)
+from envs.tag_continuous import sim
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import SPATIAL_INDEX_MIN_AGENTS, index_cells_per_side, tag_definition
 from gpu_vecenv.oracle import compare_with_reference
@@ -206,8 +207,6 @@ def test_the_shares_of_a_row_out_of_the_game_write_it_whole_each_entry_once(num_
     """Through the index, the row of an agent out of the game is written by its K (place, slot) pairs, each a
     share of the row by 8-byte stores (``sim.clear_row_share``): together they must write what the slots'
     zeros and the tail give that agent, and no entry twice (on the GPU, two pairs writing one entry race)."""
-    from envs.tag_continuous import sim
-
     width = 7 * num_observed + tail_entries
     runner = 1
     # Two rows: where the width is odd, the second starts 4 bytes past an 8-byte boundary.
