@@ -208,7 +208,9 @@ class GpuVectorEnv(VectorEnv):
         self._views = self._layout.views(self._buffers)
         if definition.setup is not None:
             definition.setup(self._views)
-        self._params = ParamLayout(definition).pack(_MODE_CODE[mode], int(max_episode_steps or 0), self.device)
+        # Without direct writes every launch writes the env's own output buffer (copy=True copies it out).
+        self._params = ParamLayout(definition).pack(_MODE_CODE[mode], int(max_episode_steps or 0),
+                                                    not self._direct_write, self.device)  # fmt: skip
         self._nvec = torch.as_tensor(definition.action_nvec, dtype=torch.int64, device=self.device)
         num_actions = len(definition.action_nvec)
         self._actions = torch.zeros((self.num_games, self.num_agents, num_actions), dtype=torch.int64,

@@ -259,8 +259,11 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             # cell_start uses the first cells**2 + 1 slots of an agent-sized array (cells**2 + 1 <= agents).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
             # them without looking the ids up.
+            # out_when_observed: whether an agent's row of a kept observation (copy=False) already is that of an
+            # agent out of the game, which the observation then leaves as it is (NOTES.md v64).
             state += [StateArray("cell_start", "int32"), StateArray("cell_agents", "int32"),
-                      StateArray("row_x", "float32"), StateArray("row_y", "float32")]  # fmt: skip
+                      StateArray("row_x", "float32"), StateArray("row_y", "float32"),
+                      StateArray("out_when_observed", "int32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between. Only
                 # the agents in the game are sorted (a rollout's games hold about a fifth of their agents on
@@ -280,7 +283,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
             # The agents in the game observed by their place in the index's list, whose row of nbr_id the search
             # wrote (no lookup of an agent's row by its id), and those out of the game by id, in one pass.
-            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_indexed, "slot", slots=k))
+            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_indexed, "slot", slots=k),
+                       Phase(sim.note_out_of_game))  # fmt: skip
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.
