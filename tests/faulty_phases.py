@@ -12,23 +12,26 @@ from gpu_vecenv import shared
 
 
 @shared
-def observe_listed_and_overwrite_the_time(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction,
-                                          acceleration, alive, agent_type, list_row, nbr_id, pos_scale, speed_scale,
-                                          dir_scale, t, episode_length):  # fmt: skip
+def observe_listed_and_overwrite_the_time(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed,
+                                          direction, acceleration, alive, agent_type, list_row, nbr_id,
+                                          out_when_observed, pos_scale, speed_scale, dir_scale, t,
+                                          episode_length):  # fmt: skip
     """WarpTag's slot phase, but every slot also writes the time entry, which belongs to slot 0 alone."""
-    observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                   agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length)  # fmt: skip
+    observe_listed(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                   alive, agent_type, list_row, nbr_id, out_when_observed, pos_scale, speed_scale, dir_scale, t,
+                   episode_length)  # fmt: skip
     obs[g, a, 7 * num_observed] = np.float32(slot)
 
 
 @shared
-def observe_listed_in_game_only(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration,
-                                alive, agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t,
-                                episode_length):  # fmt: skip
+def observe_listed_in_game_only(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed, direction,
+                                acceleration, alive, agent_type, list_row, nbr_id, out_when_observed, pos_scale,
+                                speed_scale, dir_scale, t, episode_length):  # fmt: skip
     """WarpTag's slot phase, but an agent out of the game keeps whatever its observation row held."""
     if alive[g, a] != 0:
-        observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                       agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length)  # fmt: skip
+        observe_listed(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                       alive, agent_type, list_row, nbr_id, out_when_observed, pos_scale, speed_scale, dir_scale, t,
+                       episode_length)  # fmt: skip
 
 
 @shared

@@ -84,7 +84,8 @@ def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_c
     definition = tag_definition(config, spatial_index=False, backend="cpu")
     assert check_outputs_written(definition, num_games=2, steps=12) == []
     faulty = Phase(observe_listed_in_game_only, "slot", slots=config.num_observed)
-    broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
+    phases = tuple(faulty if p.fn.__name__ == "observe_listed" else p for p in definition.observe_phases)
+    broken = dataclasses.replace(definition, observe_phases=phases)
     assert check_outputs_written(broken, num_games=2, steps=12) == ["obs"]
 
 
@@ -103,6 +104,7 @@ def test_a_block_local_array_read_before_a_launch_writes_it_is_named_by_the_bloc
 def test_a_kept_row_left_for_a_runner_tagged_since_is_named_by_the_kept_outputs_check():
     # Runners are tagged within a few steps and leave the game; their rows change once, then stay.
     config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0))
+    assert check_kept_outputs(tag_definition(config, spatial_index=False, backend="cpu"), num_games=2, steps=12) == []
     definition = tag_definition(config, spatial_index=True, backend="cpu")
     assert check_kept_outputs(definition, num_games=2, steps=12) == []
     assert check_outputs_written(definition, num_games=2, steps=12) == []

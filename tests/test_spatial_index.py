@@ -227,12 +227,15 @@ def test_the_shares_of_a_row_out_of_the_game_write_it_whole_each_entry_once(num_
         assert np.array_equal(np.nanmax(np.stack(shares), axis=0), expected[0, a])
 
 
-def test_with_copy_false_the_rows_of_agents_out_of_the_game_since_the_launch_before_are_left_as_they_were():
+@pytest.mark.parametrize("spatial_index", [True, False], ids=["index", "scan"])
+def test_with_copy_false_the_rows_of_agents_out_of_the_game_since_the_launch_before_are_left_as_they_were(
+    spatial_index,
+):
     """Out of the game an agent's row stays the same until its game is reset, so where the env keeps its
-    observation (``copy=False``) the index's observation leaves those rows: whatever the buffer holds there
+    observation (``copy=False``) the partial observation leaves those rows: whatever the buffer holds there
     stays. Every other row is written, as with fresh outputs (``copy=True``)."""
     params = dict(num_taggers=2, num_runners=10, num_other_agents_observed=3, episode_length=30, grid_length=5.0,
-                  tagging_distance=0.6, spatial_index=True)  # fmt: skip
+                  tagging_distance=0.6, spatial_index=spatial_index)  # fmt: skip
     kept = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=False, **params)
     fresh = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=True, **params)
     obs, _ = kept.reset(seed=4)

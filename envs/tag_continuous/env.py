@@ -248,7 +248,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r: only agents in the game take a thread. The scan's observation finds an agent's
         # row through list_row; the index's observes the agents in the game by row.
-        state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        # out_when_observed: whether an agent's row of a kept observation (copy=False) already is that of an
+        # agent out of the game, which the observation then leaves as it is (NOTES.md v64, v65).
+        state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("out_when_observed", "int32")]
         if not indexed:
             state += [StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
@@ -259,11 +261,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
             # cell_start uses the first cells**2 + 1 slots of an agent-sized array (cells**2 + 1 <= agents).
             # row_x / row_y: the positions of the agents in the index's order, so that the search reads
             # them without looking the ids up.
-            # out_when_observed: whether an agent's row of a kept observation (copy=False) already is that of an
-            # agent out of the game, which the observation then leaves as it is (NOTES.md v64).
             state += [StateArray("cell_start", "int32"), StateArray("cell_agents", "int32"),
-                      StateArray("row_x", "float32"), StateArray("row_y", "float32"),
-                      StateArray("out_when_observed", "int32")]  # fmt: skip
+                      StateArray("row_x", "float32"), StateArray("row_y", "float32")]  # fmt: skip
             if staged:
                 # Keys cell * n + id of the merge sort, in two planes it merges back and forth between. Only
                 # the agents in the game are sorted (a rollout's games hold about a fifth of their agents on
@@ -292,7 +291,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
-            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed, Phase(sim.note_out_of_game))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),

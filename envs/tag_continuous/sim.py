@@ -648,18 +648,22 @@ def write_listed_slot(g, a, j, slot, obs, num_observed, tail_entries, x, y, spee
 
 
 @shared
-def observe_listed(g, a, slot, obs, num_observed, tail_entries, x, y, speed, direction, acceleration, alive,
-                   agent_type, list_row, nbr_id, pos_scale, speed_scale, dir_scale, t, episode_length):  # fmt: skip
+def observe_listed(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed, direction, acceleration,
+                   alive, agent_type, list_row, nbr_id, out_when_observed, pos_scale, speed_scale, dir_scale, t,
+                   episode_length):  # fmt: skip
     """Partial observation, slot ``slot < num_observed``: the seven features of the agent listed at
     ``nbr_id[slot]`` in agent ``a``'s row ``list_row[a]`` (zeros for an empty place, or for every place
     when ``a`` is out of the game); slot 0 also writes the entries after them (as in
-    :func:`observe_every_other`, whose reasons hold here too).
+    :func:`observe_every_other`, whose reasons hold here too). A kept row that already is that of an
+    agent out of the game is left, as in :func:`observe_indexed`.
 
     The listed id is loaded once and the seven values side by side, before any store: one chain of
     loads per listed agent rather than one per entry.
     """
-    steps = t[g]
     live = alive[g, a] != 0
+    if not live and obs_kept != 0 and out_when_observed[g, a] != 0:
+        return
+    steps = t[g]
     own_type = agent_type[g, a]
     row = list_row[g, a]
     j = nbr_id[slot, g, row] if row >= 0 else np.int32(-1)
