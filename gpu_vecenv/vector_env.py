@@ -99,7 +99,11 @@ class GpuVectorEnv(VectorEnv):
         copy: ``True`` (default): every returned tensor is fresh and never
             changes afterwards (a device copy of the outputs, on a GPU made
             inside the step's CUDA graph). ``False``: ``step``/``reset`` return
-            views of the env's output buffers, overwritten by the next call.
+            views of the env's output buffers, overwritten by the next call;
+            read-only: entries the env knows to be unchanged since the call
+            before may be left as they are (``obs_kept`` in
+            :mod:`gpu_vecenv.definition`), so a value written into them can
+            persist.
         strict: check action ranges at every ``step`` and raise before the
             launch; costs one device-to-host sync per step. Otherwise an
             out-of-range action acts as a no-op and is reported by the next
