@@ -9,7 +9,9 @@ agent, entry and slot phase's agents (and each agent's slots) in reverse
 order, which must not change anything, and with its outputs filled with
 zeros, then with ones in every bit, before every launch, which must not
 change anything either (every launch writes every output), and the same with
-its block-local arrays (every launch writes them before reading them). The table gives, per output (obs, rewards,
+its block-local arrays (every launch writes them before reading them); and
+with its observation kept between launches (``copy=False``) against written
+afresh at each, which must give the same outputs. The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -107,13 +109,21 @@ def _fill_block_local(env: GpuVectorEnv, fill: int) -> None:
             env.state[arr.name].view(torch.uint8).fill_(fill)
 
 
+def _keep_nothing(env: GpuVectorEnv, fill: int) -> None:
+    pass
+
+
 def _poisoned_run(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], fill: int, mode: str,
-                  num_games: int, steps: int, seed: int) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
+                  num_games: int, steps: int, seed: int,
+                  obs_kept: bool = False) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
     """Every output a reset or step call returns, by name, with ``poison(env, fill)`` setting some of the env's
-    memory to bytes ``fill`` before each launch (``copy=False``: the calls return views of the output buffer)."""
+    memory to bytes ``fill`` before each launch (``copy=False``: the calls return views of the output buffer).
+    The kernel is told whether ``obs`` keeps what the launch before wrote (``obs_kept``): not by default, as
+    for fresh outputs, whatever the buffer holds."""
     episode = max(2, steps // 3)  # truncations: each mode's end-of-game and autoreset paths run too
     env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=False,
                        autoreset_mode=mode, max_episode_steps=episode)  # fmt: skip
+    env._params[1][ParamLayout(definition).index["obs_kept"]] = int(obs_kept)
     rng = np.random.default_rng(seed)
     nvec = np.asarray(definition.action_nvec)
     seen: list[tuple[str, torch.Tensor]] = []
@@ -168,6 +178,27 @@ def check_block_local_rewritten(definition: EnvDefinition, num_games: int = 4, s
     runs read one of them before writing it.
     """
     return _outputs_that_differ(definition, _fill_block_local, num_games, steps, seed)
+
+
+def check_kept_outputs(definition: EnvDefinition, num_games: int = 4, steps: int = 30, seed: int = 0) -> list[str]:
+    """Names of the outputs that differ between an env whose ``obs`` keeps what the launch before wrote there
+    (``obs_kept``, as with ``copy=False``) and one whose outputs are fresh memory at every launch.
+
+    A phase may leave observation entries it knows to be unchanged where
+    ``obs`` is kept (:mod:`gpu_vecenv.definition`); then what it knows must
+    hold at every launch. This runs the CPU backend in each autoreset mode,
+    with truncations and a masked reset, kept and not kept (the fresh run's
+    output buffer filled with ``0xFF`` bytes before every launch), and
+    compares every returned entry.
+    """
+    differing: list[str] = []
+    for mode in ("NextStep", "SameStep", "Disabled"):
+        kept = _poisoned_run(definition, _keep_nothing, 0, mode, num_games, steps, seed, obs_kept=True)
+        fresh = _poisoned_run(definition, _fill_outputs, 0xFF, mode, num_games, steps, seed)
+        for (name, a), (_, b) in zip(kept, fresh, strict=True):
+            if name not in differing and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
+                differing.append(name)
+    return differing
 
 
 def _outputs_that_differ(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], num_games: int,
@@ -268,6 +299,16 @@ def main(argv: list[str] | None = None) -> int:
                 "step: every launch must write every entry it returns (an observe phase writes every obs[g, a, i] "
                 "of every agent, in or out of the game), since with copy=True outputs are written straight into "
                 "fresh, uninitialized memory (on a GPU always).",
+            )
+            changed = check_kept_outputs(definition, num_games=min(args.num_envs, 4))
+            ok &= _verdict(
+                "kept outputs",
+                "outputs kept between launches (copy=False) are those written afresh",
+                changed
+                and f"env {args.env_id!r} returns other {changed} where obs keeps what the launch before wrote "
+                "(obs_kept, as with copy=False) than where every launch writes fresh memory: a phase leaves "
+                "entries it takes to be unchanged that are not. Decide by state that the launch before wrote "
+                "itself, in a phase after the observation (not by state other agents of the phase write).",
             )
             if any(arr.block_local for arr in definition.state):
                 stale = check_block_local_rewritten(definition, num_games=min(args.num_envs, 4))

@@ -44,9 +44,15 @@ An :class:`EnvDefinition` is everything the backends need to build a kernel:
 A step runs ``update_phases``, then ``observe_phases``, then
 ``reward_phases``; a reset runs ``reset_phases``, then ``observe_phases``.
 The observe phases write every entry ``obs[g, a, i]`` of every agent at every
-reset and step: what ``obs`` held before is undefined (large ``copy=True``
-outputs are written into fresh, uninitialized memory;
-:func:`gpu_vecenv.check.check_outputs_written` checks an env for it).
+reset and step where ``obs_kept`` is 0: what ``obs`` held before is undefined
+there (large ``copy=True`` outputs are written into fresh, uninitialized
+memory; :func:`gpu_vecenv.check.check_outputs_written` checks an env for it).
+Where ``obs_kept`` is 1, ``obs`` is the env's own buffer and holds what the
+previous launch wrote into it, so a phase may leave the entries it knows to be
+unchanged since then (a row that stays the same for many steps), if the state
+it decides that by was written by the previous launch itself
+(:func:`gpu_vecenv.check.check_kept_outputs` checks that the outputs are the
+same either way).
 
 Names the framework provides to every phase:
 
@@ -67,6 +73,10 @@ Names the framework provides to every phase:
 ``action``                validated actions, ``action[k, g, a]`` (int32); an
                           out-of-range entry is replaced by 0 and reported
 ``obs``                   observations, ``obs[g, a, i]`` (float32)
+``obs_kept``              1 where ``obs`` holds what the previous launch
+                          wrote there (``copy=False``, or outputs copied out of
+                          the env's buffer), 0 where each launch writes fresh
+                          memory (int64, the same for every launch of an env)
 ``rewards``               rewards, ``rewards[g, a]`` (float32), zeroed by the
                           framework before each step
 ========================  =====================================================
@@ -92,7 +102,7 @@ PhaseScope = Literal["agent", "game", "entry", "slot"]
 FRAMEWORK_GAME_ARRAYS = ("seed", "episode", "t", "terminated", "truncated", "pending_reset")
 FRAMEWORK_AGENT_ARRAYS = ("action", "action_error")
 FRAMEWORK_NAMES = frozenset(
-    {"g", "a", "num_agents", "obs", "rewards"} | set(FRAMEWORK_GAME_ARRAYS) | set(FRAMEWORK_AGENT_ARRAYS)
+    {"g", "a", "num_agents", "obs", "obs_kept", "rewards"} | set(FRAMEWORK_GAME_ARRAYS) | set(FRAMEWORK_AGENT_ARRAYS)
 )
 # Names the generated kernel binds for itself: module globals, its arguments (the packed buffers, the
 # outputs, op), the runtime parameters, views of the outputs and its local variables. An env's name among
@@ -101,7 +111,7 @@ FRAMEWORK_NAMES = frozenset(
 KERNEL_NAMES = frozenset(
     {"np", "numba", "cuda", "run", "op", "actions_in", "flags", "final_obs", "params_f32", "params_i64"}
     | {f"{scope}_{dtype}" for scope in ("agent", "game") for dtype in ("f32", "f64", "i32", "i64")}
-    | {"autoreset_mode", "max_episode_steps", "agent_order"}
+    | {"autoreset_mode", "max_episode_steps", "agent_order", "obs_kept"}
     | {"term_out", "trunc_out", "active_out", "done_out", "final_active_out"}
     | {"tid", "nthreads", "i", "slot", "stage", "k", "r", "step_a", "step_k", "step_r", "v", "_i", "_s", "_st"}
     | {"pending", "resetting", "was_term", "was_trunc", "is_term", "is_trunc", "is_done"}

@@ -110,7 +110,7 @@ class ParamLayout:
 
     ``params_i64`` starts with a header of fixed positions: the framework's
     integers (``num_agents``, the autoreset mode, ``max_episode_steps``,
-    ``agent_order``, the action sizes ``nvec0...``), the env's integer scalar
+    ``agent_order``, ``obs_kept``, the action sizes ``nvec0...``), the env's integer scalar
     constants, then the first row (and, for vectors, the length) of every state
     array and the start and length of every array constant; array constants'
     values follow. ``params_f32`` holds the float scalar constants, then the
@@ -126,9 +126,9 @@ class ParamLayout:
     ``benchmarks/NOTES.md``), at one compilation per configuration.
     """
 
-    FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order")
+    FRAMEWORK = ("num_agents", "autoreset_mode", "max_episode_steps", "agent_order", "obs_kept")
     # Per-instance settings: read at run time even by a kernel specialized to its configuration.
-    RUNTIME = ("autoreset_mode", "max_episode_steps", "agent_order")
+    RUNTIME = ("autoreset_mode", "max_episode_steps", "agent_order", "obs_kept")
 
     def __init__(self, definition: EnvDefinition) -> None:
         self.definition = definition
@@ -161,7 +161,7 @@ class ParamLayout:
         header += [f"size:{key}" for key in self.sizes]
         self.index = {key: i for i, key in enumerate(header)}
 
-    def _values(self, autoreset_mode: int, max_episode_steps: int) -> dict[str, int]:
+    def _values(self, autoreset_mode: int, max_episode_steps: int, obs_kept: bool) -> dict[str, int]:
         """The value of every integer header entry except the array constants' starts and lengths."""
         d = self.definition
         values: dict[str, int] = {
@@ -169,6 +169,7 @@ class ParamLayout:
             "autoreset_mode": autoreset_mode,
             "max_episode_steps": max_episode_steps,
             "agent_order": 0,
+            "obs_kept": int(obs_kept),
         }
         values.update({f"nvec{k}": int(n) for k, n in enumerate(d.action_nvec)})
         for name, slot in self.state.slots.items():
@@ -181,12 +182,13 @@ class ParamLayout:
         return values
 
     def pack(
-        self, autoreset_mode: int, max_episode_steps: int, device: torch.device
+        self, autoreset_mode: int, max_episode_steps: int, obs_kept: bool, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``(params_f32, params_i64)`` tensors for one env instance."""
+        """The ``(params_f32, params_i64)`` tensors for one env instance (``obs_kept``: see
+        :mod:`gpu_vecenv.definition`'s framework names)."""
         d = self.definition
         i64: list[int] = [0] * len(self.index)
-        values = self._values(autoreset_mode, max_episode_steps)
+        values = self._values(autoreset_mode, max_episode_steps, obs_kept)
         f32: list[float] = [float(d.constants[name]) for name in self._float_scalars]
         for name, array in self._arrays.items():
             target: list = f32 if array.dtype.kind == "f" else i64
@@ -210,7 +212,7 @@ class ParamLayout:
         ``literal=True``: they are written into the source as literals (array
         constants as module-level arrays, see :meth:`module_lines`), so the
         compiler folds them; only the per-instance framework integers
-        (autoreset mode, ``max_episode_steps``, ``agent_order``) are still read
+        (autoreset mode, ``max_episode_steps``, ``agent_order``, ``obs_kept``) are still read
         at run time. One compiled kernel per configuration. ``shared_memory``
         (with ``literal=True``, a CUDA kernel's): the block-local arrays are
         the block's shared arrays, given a game axis of stride 0
@@ -218,7 +220,7 @@ class ParamLayout:
         """
         if not literal:
             return self._runtime_source_lines()
-        values = self._values(autoreset_mode=0, max_episode_steps=0)
+        values = self._values(autoreset_mode=0, max_episode_steps=0, obs_kept=False)
         lines = []
         for name, slot in self.state.slots.items():
             if slot.block_local and shared_memory:

@@ -99,7 +99,11 @@ class GpuVectorEnv(VectorEnv):
         copy: ``True`` (default): every returned tensor is fresh and never
             changes afterwards (a device copy of the outputs, on a GPU made
             inside the step's CUDA graph). ``False``: ``step``/``reset`` return
-            views of the env's output buffers, overwritten by the next call.
+            views of the env's output buffers, overwritten by the next call;
+            read-only: entries the env knows to be unchanged since the call
+            before may be left as they are (``obs_kept`` in
+            :mod:`gpu_vecenv.definition`), so a value written into them can
+            persist.
         strict: check action ranges at every ``step`` and raise before the
             launch; costs one device-to-host sync per step. Otherwise an
             out-of-range action acts as a no-op and is reported by the next
@@ -208,7 +212,9 @@ class GpuVectorEnv(VectorEnv):
         self._views = self._layout.views(self._buffers)
         if definition.setup is not None:
             definition.setup(self._views)
-        self._params = ParamLayout(definition).pack(_MODE_CODE[mode], int(max_episode_steps or 0), self.device)
+        # Without direct writes every launch writes the env's own output buffer (copy=True copies it out).
+        self._params = ParamLayout(definition).pack(_MODE_CODE[mode], int(max_episode_steps or 0),
+                                                    not self._direct_write, self.device)  # fmt: skip
         self._nvec = torch.as_tensor(definition.action_nvec, dtype=torch.int64, device=self.device)
         num_actions = len(definition.action_nvec)
         self._actions = torch.zeros((self.num_games, self.num_agents, num_actions), dtype=torch.int64,

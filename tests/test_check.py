@@ -8,12 +8,12 @@ import sys
 from functools import partial
 
 from conftest import SMALL_TAG
-from faulty_phases import observe_listed_in_game_only
+from faulty_phases import observe_indexed_leaving_every_row_out_of_the_game, observe_listed_in_game_only
 
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
-from gpu_vecenv.check import check, check_block_local_rewritten, check_outputs_written, main
+from gpu_vecenv.check import check, check_block_local_rewritten, check_kept_outputs, check_outputs_written, main
 from gpu_vecenv.definition import Phase
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
@@ -31,6 +31,7 @@ def test_check_command_prints_a_table_and_exits_zero(capsys):
     out = capsys.readouterr().out
     assert "max abs diff" in out and "OK" in out
     assert "outputs: every reset and step writes every entry it returns: OK" in out
+    assert "kept outputs: outputs kept between launches (copy=False) are those written afresh: OK" in out
 
 
 def test_check_command_runs_only_the_comparison_when_both_other_checks_are_skipped(capsys):
@@ -83,7 +84,8 @@ def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_c
     definition = tag_definition(config, spatial_index=False, backend="cpu")
     assert check_outputs_written(definition, num_games=2, steps=12) == []
     faulty = Phase(observe_listed_in_game_only, "slot", slots=config.num_observed)
-    broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
+    phases = tuple(faulty if p.fn.__name__ == "observe_listed" else p for p in definition.observe_phases)
+    broken = dataclasses.replace(definition, observe_phases=phases)
     assert check_outputs_written(broken, num_games=2, steps=12) == ["obs"]
 
 
@@ -97,3 +99,18 @@ def test_a_block_local_array_read_before_a_launch_writes_it_is_named_by_the_bloc
     state = tuple(dataclasses.replace(arr, block_local=arr.block_local or arr.name == "x") for arr in definition.state)
     broken = dataclasses.replace(definition, state=state)
     assert {"obs", "rewards", "active"} <= set(check_block_local_rewritten(broken, num_games=2, steps=12))
+
+
+def test_a_kept_row_left_for_a_runner_tagged_since_is_named_by_the_kept_outputs_check():
+    # Runners are tagged within a few steps and leave the game; their rows change once, then stay.
+    config = TagConfig.from_kwargs(**dict(SMALL_TAG, tagging_distance=1.0))
+    assert check_kept_outputs(tag_definition(config, spatial_index=False, backend="cpu"), num_games=2, steps=12) == []
+    definition = tag_definition(config, spatial_index=True, backend="cpu")
+    assert check_kept_outputs(definition, num_games=2, steps=12) == []
+    assert check_outputs_written(definition, num_games=2, steps=12) == []
+    faulty = Phase(observe_indexed_leaving_every_row_out_of_the_game, "slot", slots=config.num_observed)
+    phases = tuple(faulty if p.fn.__name__ == "observe_indexed" else p for p in definition.observe_phases)
+    broken = dataclasses.replace(definition, observe_phases=phases)
+    assert check_kept_outputs(broken, num_games=2, steps=12) == ["obs"]
+    # Written afresh at every launch, it leaves no row.
+    assert check_outputs_written(broken, num_games=2, steps=12) == []

@@ -170,7 +170,8 @@ def test_a_slot_phase_writing_another_slots_entry_is_named_by_the_order_check():
     definition = tag_definition(config, spatial_index=False, backend="cpu")
     assert check_agent_order(definition, num_games=2, steps=5) == []
     faulty = Phase(observe_listed_and_overwrite_the_time, "slot", slots=config.num_observed)
-    broken = dataclasses.replace(definition, observe_phases=(*definition.observe_phases[:-1], faulty))
+    phases = tuple(faulty if p.fn.__name__ == "observe_listed" else p for p in definition.observe_phases)
+    broken = dataclasses.replace(definition, observe_phases=phases)
     assert check_agent_order(broken, num_games=2, steps=5) == [faulty.name]
 
 
@@ -200,8 +201,7 @@ def test_a_slot_phase_outside_the_observe_phases_is_refused():
 @pytest.mark.parametrize("where", ["update_phases", "reward_phases", "reset_phases"])
 def test_the_observation_slot_phase_outside_the_observe_phases_is_refused(where):
     definition = tag_definition(TagConfig(), backend="cpu")
-    listed = definition.observe_phases[-1]
-    assert listed.per == "slot"
+    (listed,) = [p for p in definition.observe_phases if p.per == "slot"]
     with pytest.raises(ValueError, match="has per='slot', which only observe phases may have"):
         dataclasses.replace(definition, **{where: getattr(definition, where) + (listed,)})
 

@@ -19,11 +19,13 @@ from envs.tag_continuous.env import tag_definition  # noqa: E402
 def test_a_repeated_phase_runs_twice_in_a_row_wherever_it_runs():
     definition = tag_definition(TagConfig(**SMALL_TAG), backend="cpu", game_work="staged")
     assert phase_costs.step_phases(definition) == ["move", "count_alive_before", "list_alive", "find_nearest",
-                                                    "observe_listed", "tag_runners", "reward_taggers_and_survivors",
-                                                    "count_runners_left", "end_game_counted"]  # fmt: skip
+                                                    "observe_listed", "note_out_of_game", "tag_runners",
+                                                    "reward_taggers_and_survivors", "count_runners_left",
+                                                    "end_game_counted"]  # fmt: skip
     twice = phase_costs.repeated(definition, "observe_listed")
     assert [p.name for p in twice.observe_phases] == ["count_alive_before", "list_alive", "find_nearest",
-                                                      "observe_listed", "observe_listed"]  # fmt: skip
+                                                      "observe_listed", "observe_listed",
+                                                      "note_out_of_game"]  # fmt: skip
     assert twice.update_phases == definition.update_phases and twice.reward_phases == definition.reward_phases
 
 

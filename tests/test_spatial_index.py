@@ -225,3 +225,35 @@ def test_the_shares_of_a_row_out_of_the_game_write_it_whole_each_entry_once(num_
         written = ~np.isnan(np.stack(shares))
         assert (written.sum(axis=0) == 1).all(), f"entries written by no share or by two: {written.sum(axis=0)}"
         assert np.array_equal(np.nanmax(np.stack(shares), axis=0), expected[0, a])
+
+
+@pytest.mark.parametrize("spatial_index", [True, False], ids=["index", "scan"])
+def test_with_copy_false_the_rows_of_agents_out_of_the_game_since_the_launch_before_are_left_as_they_were(
+    spatial_index,
+):
+    """Out of the game an agent's row stays the same until its game is reset, so where the env keeps its
+    observation (``copy=False``) the partial observation leaves those rows: whatever the buffer holds there
+    stays. Every other row is written, as with fresh outputs (``copy=True``)."""
+    params = dict(num_taggers=2, num_runners=10, num_other_agents_observed=3, episode_length=30, grid_length=5.0,
+                  tagging_distance=0.6, spatial_index=spatial_index)  # fmt: skip
+    kept = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=False, **params)
+    fresh = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=True, **params)
+    obs, _ = kept.reset(seed=4)
+    fresh.reset(seed=4)
+    rng = np.random.default_rng(4)
+    rows_left = 0
+    for _ in range(40):
+        out_before = kept.unwrapped.state["out_when_observed"].reshape(-1) != 0
+        obs[out_before] = 7.0  # the env's own buffer: copy=False returns a view of it
+        actions = torch.as_tensor(rng.integers(0, 21, (kept.num_envs, 2)))
+        obs, *_ = kept.step(actions)
+        expected, *_ = fresh.step(actions)
+        left = out_before & (kept.unwrapped.state["alive"].reshape(-1) == 0)
+        assert (obs[left] == 7.0).all()
+        assert torch.equal(obs[~left], expected[~left])
+        # A row left was that of an agent out of the game: zeros, then its type.
+        assert (expected[left][:, :-1] == 0).all()
+        rows_left += int(left.sum())
+    assert rows_left > 100
+    kept.close()
+    fresh.close()

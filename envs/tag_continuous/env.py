@@ -248,7 +248,9 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
         # vector=True: indexed [k, g, a] even when K == 1. Row r of nbr_id is the list of the agent the search
         # handed to thread r: only agents in the game take a thread. The scan's observation finds an agent's
         # row through list_row; the index's observes the agents in the game by row.
-        state += [StateArray("nbr_id", "int32", length=k, vector=True)]
+        # out_when_observed: whether an agent's row of a kept observation (copy=False) already is that of an
+        # agent out of the game, which the observation then leaves as it is (NOTES.md v64, v65).
+        state += [StateArray("nbr_id", "int32", length=k, vector=True), StateArray("out_when_observed", "int32")]
         if not indexed:
             state += [StateArray("list_row", "int32")]
         # As the full observation, one call per listed agent (a patched copy doing so took 25% off the K=10
@@ -280,7 +282,8 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                 build = (Phase(sim.assign_cell), Phase(sim.build_index, "game"))
             # The agents in the game observed by their place in the index's list, whose row of nbr_id the search
             # wrote (no lookup of an agent's row by its id), and those out of the game by id, in one pass.
-            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_indexed, "slot", slots=k))
+            observe = (*build, Phase(sim.find_nearest_indexed), Phase(sim.observe_indexed, "slot", slots=k),
+                       Phase(sim.note_out_of_game))  # fmt: skip
         else:
             # Prefix counts of the agents in the game (two planes when staged), their ids in a list
             # and their positions copied in that order, so that the scan reads them without a lookup.
@@ -288,7 +291,7 @@ def tag_definition(config: TagConfig, spatial_index: bool | None = None, backend
                       StateArray("alive_list", "int32"), StateArray("row_x", "float32"),
                       StateArray("row_y", "float32")]  # fmt: skip
             count = (Phase(sim.count_alive_before, stages=stages),) if staged else (Phase(sim.count_alive, "game"),)
-            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed)
+            observe = (*count, Phase(sim.list_alive), Phase(sim.find_nearest), listed, Phase(sim.note_out_of_game))
     constants: dict[str, Any] = {
         "grid_length": float(np.float32(config.grid_length)),
         "tagger_max_speed": float(np.float32(config.max_speed * config.skill_level_tagger)),
