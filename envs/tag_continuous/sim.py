@@ -760,7 +760,8 @@ def observe_indexed(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y,
 @shared
 def note_out_of_game(g, a, alive, out_when_observed):
     """Whether agent ``a`` was out of the game at this launch's observation, for the next launch's
-    :func:`observe_indexed`: a phase of its own after the observation, whose pairs read it."""
+    (:func:`observe_indexed`, :func:`observe_listed`): a phase of its own after the observation, since
+    the observation's pairs read it, and no pair may read a note another pair of its row just wrote."""
     out_when_observed[g, a] = np.int32(1) if alive[g, a] == 0 else np.int32(0)
 
 
