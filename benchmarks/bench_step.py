@@ -24,7 +24,9 @@ torch's sync-debug mode counts any torch op that syncs there). Per row:
   host's launch latency is not counted.
 - bytes per step, counted from the env's buffers: every state buffer read and
   written, the action buffer read, the output arena written (``copy=True`` moves
-  the arena once more; that is listed apart). Over the kernel time, as a
+  the arena once more; that is listed apart). All of the arena counts as written,
+  also where a kept observation (``copy=False``) leaves the rows of agents out of
+  the game as they are (``benchmarks/NOTES.md`` v64): there the figure is an upper bound. Over the kernel time, as a
   fraction of the device-to-device copy bandwidth measured in the same run
   (read + written); ``obs %bw``: the observation bytes alone.
 - memory per game: ``torch.cuda.memory_allocated`` after construction and reset,
