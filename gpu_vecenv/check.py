@@ -109,8 +109,12 @@ def _fill_block_local(env: GpuVectorEnv, fill: int) -> None:
             env.state[arr.name].view(torch.uint8).fill_(fill)
 
 
-def _keep_nothing(env: GpuVectorEnv, fill: int) -> None:
+def _leave_as_is(env: GpuVectorEnv, fill: int) -> None:
     pass
+
+
+# How one of two compared runs treats the env's memory: the poison, its byte, and whether obs is kept.
+_Run = tuple[Callable[[GpuVectorEnv, int], None], int, bool]
 
 
 def _poisoned_run(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], fill: int, mode: str,
@@ -162,7 +166,8 @@ def check_outputs_written(definition: EnvDefinition, num_games: int = 4, steps: 
     before every launch. Any returned entry that differs between the two
     runs was not written.
     """
-    return _outputs_that_differ(definition, _fill_outputs, num_games, steps, seed)
+    return _outputs_that_differ(definition, (_fill_outputs, 0x00, False), (_fill_outputs, 0xFF, False), num_games,
+                                steps, seed)  # fmt: skip
 
 
 def check_block_local_rewritten(definition: EnvDefinition, num_games: int = 4, steps: int = 30,
@@ -177,7 +182,8 @@ def check_block_local_rewritten(definition: EnvDefinition, num_games: int = 4, s
     before every launch; any returned output that differs between the two
     runs read one of them before writing it.
     """
-    return _outputs_that_differ(definition, _fill_block_local, num_games, steps, seed)
+    return _outputs_that_differ(definition, (_fill_block_local, 0x00, False), (_fill_block_local, 0xFF, False),
+                                num_games, steps, seed)  # fmt: skip
 
 
 def check_kept_outputs(definition: EnvDefinition, num_games: int = 4, steps: int = 30, seed: int = 0) -> list[str]:
@@ -191,24 +197,19 @@ def check_kept_outputs(definition: EnvDefinition, num_games: int = 4, steps: int
     output buffer filled with ``0xFF`` bytes before every launch), and
     compares every returned entry.
     """
-    differing: list[str] = []
-    for mode in ("NextStep", "SameStep", "Disabled"):
-        kept = _poisoned_run(definition, _keep_nothing, 0, mode, num_games, steps, seed, obs_kept=True)
-        fresh = _poisoned_run(definition, _fill_outputs, 0xFF, mode, num_games, steps, seed)
-        for (name, a), (_, b) in zip(kept, fresh, strict=True):
-            if name not in differing and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
-                differing.append(name)
-    return differing
+    return _outputs_that_differ(definition, (_leave_as_is, 0, True), (_fill_outputs, 0xFF, False), num_games,
+                                steps, seed)  # fmt: skip
 
 
-def _outputs_that_differ(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], num_games: int,
-                         steps: int, seed: int) -> list[str]:  # fmt: skip
-    """Names of the outputs that differ between runs poisoned with zero bytes and with ``0xFF`` bytes."""
+def _outputs_that_differ(definition: EnvDefinition, first: _Run, second: _Run, num_games: int, steps: int,
+                         seed: int) -> list[str]:  # fmt: skip
+    """Names of the outputs that differ between the runs ``first`` and ``second`` (``(poison, fill, obs_kept)``
+    for :func:`_poisoned_run`), in each autoreset mode."""
     differing: list[str] = []
     for mode in ("NextStep", "SameStep", "Disabled"):
-        zeros = _poisoned_run(definition, poison, 0x00, mode, num_games, steps, seed)
-        ones = _poisoned_run(definition, poison, 0xFF, mode, num_games, steps, seed)
-        for (name, a), (_, b) in zip(zeros, ones, strict=True):
+        one = _poisoned_run(definition, first[0], first[1], mode, num_games, steps, seed, first[2])
+        other = _poisoned_run(definition, second[0], second[1], mode, num_games, steps, seed, second[2])
+        for (name, a), (_, b) in zip(one, other, strict=True):
             # Compared as bytes: a written NaN equals itself, and a bool byte of 255 is not True.
             if name not in differing and not torch.equal(a.view(torch.uint8), b.view(torch.uint8)):
                 differing.append(name)

@@ -237,7 +237,10 @@ def test_with_copy_false_the_rows_of_agents_out_of_the_game_since_the_launch_bef
     params = dict(num_taggers=2, num_runners=10, num_other_agents_observed=3, episode_length=30, grid_length=5.0,
                   tagging_distance=0.6, spatial_index=spatial_index)  # fmt: skip
     kept = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=False, **params)
-    fresh = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=True, **params)
+    # Fresh outputs written by the kernel itself at every step (on the CPU, small ones are copied out of the
+    # env's own buffer, which is kept).
+    fresh = gym.make_vec("WarpTag-v0", num_envs=3, device="cpu", copy=True, direct_write_bytes=0, **params)
+    assert fresh.unwrapped.direct_write
     obs, _ = kept.reset(seed=4)
     fresh.reset(seed=4)
     rng = np.random.default_rng(4)
