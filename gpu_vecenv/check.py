@@ -230,6 +230,54 @@ def parse_param(text: str) -> tuple[str, Any]:
         return name, value
 
 
+def _definition_checks(
+    definition: EnvDefinition, wanted: list[str]
+) -> list[tuple[str, Callable[..., list[str]], str, str]]:
+    """The checks of ``definition`` that main() runs after the comparison with the reference, those of
+    ``wanted`` ("agent order", "outputs"), in order: each as (name, check, what passing means, what failing
+    means, with ``{env}`` and ``{found}``, the check's list, to fill in)."""
+    checks: list[tuple[str, Callable[..., list[str]], str, str]] = []
+    if "agent order" in wanted:
+        checks.append((
+            "agent order",
+            check_agent_order,
+            "results do not depend on the order agents run in",
+            "env {env}, phase(s) {found} give different results when agents run in another order: such a phase "
+            "writes another agent's state slot, or reads one another agent writes in the same phase, or (a slot "
+            "phase) writes the observation entries of another of its slots. Write only state slot [..., g, a] and "
+            "your own entries; move reads of others' new values into a later phase.",
+        ))  # fmt: skip
+    if "outputs" in wanted:
+        checks.append((
+            "outputs",
+            check_outputs_written,
+            "every reset and step writes every entry it returns",
+            "env {env} leaves entries of {found} as the buffer held them at some reset or step: every launch must "
+            "write every entry it returns (an observe phase writes every obs[g, a, i] of every agent, in or out of "
+            "the game), since with copy=True outputs are written straight into fresh, uninitialized memory (on a "
+            "GPU always).",
+        ))  # fmt: skip
+        checks.append((
+            "kept outputs",
+            check_kept_outputs,
+            "outputs kept between launches (copy=False) are those written afresh",
+            "env {env} returns other {found} where obs keeps what the launch before wrote (obs_kept, as with "
+            "copy=False) than where every launch writes fresh memory: a phase leaves entries it takes to be "
+            "unchanged that are not. Decide by state that the launch before wrote itself, in a phase after the "
+            "observation (not by state other agents of the phase write).",
+        ))  # fmt: skip
+        if any(arr.block_local for arr in definition.state):
+            checks.append((
+                "block-local",
+                check_block_local_rewritten,
+                "every launch writes its block-local arrays before reading them",
+                "env {env}: {found} depend on what its block-local arrays held before a launch: a phase reads an "
+                "entry that no phase of that launch wrote first. On a GPU such an array is the block's shared "
+                "memory, undefined at every launch: write it first, or drop block_local.",
+            ))  # fmt: skip
+    return checks
+
+
 def _verdict(check_name: str, passed: str, failure: Any) -> bool:
     """Print one check's outcome: ``failure`` (a message; anything false when the check passed) or ``passed``."""
     print(f"{check_name}: {failure}" if failure else f"{check_name}: {passed}: OK")
@@ -279,48 +327,10 @@ def main(argv: list[str] | None = None) -> int:
             # Both checks run the CPU kernel, which an env with a hand-written CUDA kernel does not have.
             print(f"{' and '.join(wanted)}: not checked (a hand-written CUDA kernel has no CPU kernel to run)")
             return 0 if ok else 1
-        if "agent order" in wanted:
-            culprits = check_agent_order(definition, num_games=min(args.num_envs, 4))
-            ok &= _verdict(
-                "agent order",
-                "results do not depend on the order agents run in",
-                culprits
-                and f"env {args.env_id!r}, phase(s) {culprits} give different results when agents run in another "
-                "order: such a phase writes another agent's state slot, or reads one another agent writes in the "
-                "same phase, or (a slot phase) writes the observation entries of another of its slots. Write only "
-                "state slot [..., g, a] and your own entries; move reads of others' new values into a later phase.",
-            )
-        if "outputs" in wanted:
-            unwritten = check_outputs_written(definition, num_games=min(args.num_envs, 4))
-            ok &= _verdict(
-                "outputs",
-                "every reset and step writes every entry it returns",
-                unwritten
-                and f"env {args.env_id!r} leaves entries of {unwritten} as the buffer held them at some reset or "
-                "step: every launch must write every entry it returns (an observe phase writes every obs[g, a, i] "
-                "of every agent, in or out of the game), since with copy=True outputs are written straight into "
-                "fresh, uninitialized memory (on a GPU always).",
-            )
-            changed = check_kept_outputs(definition, num_games=min(args.num_envs, 4))
-            ok &= _verdict(
-                "kept outputs",
-                "outputs kept between launches (copy=False) are those written afresh",
-                changed
-                and f"env {args.env_id!r} returns other {changed} where obs keeps what the launch before wrote "
-                "(obs_kept, as with copy=False) than where every launch writes fresh memory: a phase leaves "
-                "entries it takes to be unchanged that are not. Decide by state that the launch before wrote "
-                "itself, in a phase after the observation (not by state other agents of the phase write).",
-            )
-            if any(arr.block_local for arr in definition.state):
-                stale = check_block_local_rewritten(definition, num_games=min(args.num_envs, 4))
-                ok &= _verdict(
-                    "block-local",
-                    "every launch writes its block-local arrays before reading them",
-                    stale
-                    and f"env {args.env_id!r}: {stale} depend on what its block-local arrays held before a launch: "
-                    "a phase reads an entry that no phase of that launch wrote first. On a GPU such an array is "
-                    "the block's shared memory, undefined at every launch: write it first, or drop block_local.",
-                )
+        games = min(args.num_envs, 4)
+        for name, run, passed, failure in _definition_checks(definition, wanted):
+            found = run(definition, num_games=games)
+            ok &= _verdict(name, passed, found and failure.format(env=repr(args.env_id), found=found))
     except (ValueError, TypeError, gym.error.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from functools import partial
 from conftest import SMALL_TAG
 from faulty_phases import observe_indexed_leaving_every_row_out_of_the_game, observe_listed_in_game_only
 
+import gpu_vecenv.check as check_module
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
@@ -40,6 +41,15 @@ def test_check_command_runs_only_the_comparison_when_both_other_checks_are_skipp
     assert main([*argv, "--no-order-check", "--no-outputs-check"]) == 0
     out = capsys.readouterr().out
     assert "max abs diff" in out and "agent order" not in out and "outputs:" not in out
+
+
+def test_a_failing_check_of_the_command_is_named_with_what_it_found_and_the_exit_status_is_one(capsys, monkeypatch):
+    monkeypatch.setattr(check_module, "check_kept_outputs", lambda definition, num_games: ["obs"])
+    params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
+    assert main(["WarpTag-v0", "--device", "cpu", "--steps", "5", "--num-envs", "2", "--no-order-check", *params]) == 1
+    out = capsys.readouterr().out
+    assert "outputs: every reset and step writes every entry it returns: OK" in out
+    assert "kept outputs: env 'WarpTag-v0' returns other ['obs'] where obs keeps what the launch before wrote" in out
 
 
 def test_check_runs_as_a_module():
