@@ -12,6 +12,10 @@ the other's, as ``this_kernel_OTHER.py``, and both are loaded alike):
     python benchmarks/cpu_kernel_ab.py OTHER.py --param num_taggers=1 --param num_runners=3 \\
         --param use_full_observation=True --games 1024 --rounds 20     # in this one
 
+Both kernels must read the same buffers the same way: kernels of versions that laid out the parameters or
+the state arrays otherwise (v64 added ``obs_kept`` and ``out_when_observed``) cannot take turns, and are
+refused with the first line where they differ.
+
 Prints ms a launch (min, median, max over the rounds) for each kernel and the rounds each won; ``--out``
 also writes them as JSON. The launches step the games with random actions (autoresets included).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import statistics
 import sys
 import time
@@ -45,6 +50,22 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
+# A line of a generated kernel that reads a parameter or finds a buffer's row by one: `x = agent_f32[params_i64[22]]`.
+_LAYOUT_LINE = re.compile(r"^\s*\w+ = .*\bparams_(?:i64|f32)\[")
+
+
+def layout_difference(this_source: str, other_source: str) -> str | None:
+    """The first line where two generated kernels read their parameters or rows differently, or None."""
+    this_lines, other_lines = ([line.strip() for line in source.splitlines() if _LAYOUT_LINE.match(line)]
+                               for source in (this_source, other_source))  # fmt: skip
+    for i, (mine, theirs) in enumerate(zip(this_lines, other_lines, strict=False)):
+        if mine != theirs:
+            return f"layout line {i}: this checkout's kernel has {mine!r}, the other {theirs!r}"
+    if len(this_lines) != len(other_lines):
+        return f"this checkout's kernel has {len(this_lines)} layout lines, the other {len(other_lines)}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("other", type=Path, help="the other kernel's module (show_kernel --target cpu)")
@@ -64,7 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     # source differs (in two runs made while this tool was written, not kept, a kernel run through the env's
     # own cache was a few percent slower than one loaded from a file, in either role).
     this_file = args.other.with_name(f"this_kernel_{args.other.stem}.py")
-    this_file.write_text(generate_source(env.definition, "cpu"))
+    this_source = generate_source(env.definition, "cpu")
+    difference = layout_difference(this_source, args.other.read_text())
+    if difference is not None:
+        raise SystemExit(
+            f"{args.other}: not a kernel of this checkout's buffers ({difference}): give a kernel "
+            "printed with the same parameters by a checkout of the same parameter and state layout"
+        )
+    this_file.write_text(this_source)
     kernels = {"this": _load(this_file, "this_cpu_kernel").run, "other": _load(args.other, "other_cpu_kernel").run}
     kernel_args = env._backend._args
     actions = env._actions.numpy()
