@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from gymnasium import error as gym_error
 from gymnasium import spaces
+from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -382,14 +383,16 @@ class GpuVectorEnv(VectorEnv):
         assert isinstance(entropy, int)
         return entropy % (2**62)
 
-    def _seeds_for(self, seed: int | Sequence[int]) -> torch.Tensor:
+    def _seeds_for(self, seed: int | Sequence[int | None]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(seeds, seeded)``: int64 ``(num_games,)`` seeds on the host, and bool ``(num_games,)``, False for a
+        game whose entry of a seed list is None (it keeps its stream, as Gymnasium's sub-envs do)."""
         name, g = self.definition.name, self.num_games
         if isinstance(seed, (bool, np.bool_)):
-            raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {seed!r}")
+            raise TypeError(f"{name}: seed must be an int, a list of ints and Nones, or None, got {seed!r}")
         if isinstance(seed, (int, np.integer)):
             if not 0 <= int(seed) <= _MAX_SEED - (g - 1):
                 raise ValueError(f"{name}: seed must be in [0, 2**63 - num_games], got {seed}")
-            return int(seed) + torch.arange(g, dtype=torch.int64)
+            return int(seed) + torch.arange(g, dtype=torch.int64), torch.ones(g, dtype=torch.bool)
         if isinstance(seed, (list, tuple, np.ndarray)):
             values = list(seed)
             if len(values) == self.num_envs and self.num_envs != g:
@@ -405,15 +408,17 @@ class GpuVectorEnv(VectorEnv):
                     f"got {len(values)}"
                 )
             for v in values:
-                if not is_integer(v, 0, _MAX_SEED):
-                    raise ValueError(f"{name}: every seed must be an int in [0, 2**63), got {v!r}")
-            return torch.tensor([int(v) for v in values], dtype=torch.int64)
-        raise TypeError(f"{name}: seed must be an int, a list of ints or None, got {type(seed).__name__}")
+                if v is not None and not is_integer(v, 0, _MAX_SEED):
+                    raise ValueError(f"{name}: every seed must be an int in [0, 2**63) or None, got {v!r}")
+            seeds = torch.tensor([0 if v is None else int(v) for v in values], dtype=torch.int64)
+            return seeds, torch.tensor([v is not None for v in values], dtype=torch.bool)
+        raise TypeError(f"{name}: seed must be an int, a list of ints and Nones, or None, got {type(seed).__name__}")
 
     def _seed_games(self, seeds: int | torch.Tensor, game_mask: torch.Tensor) -> None:
         if isinstance(seeds, int):
             seeds = seeds + torch.arange(self.num_games, dtype=torch.int64)
         seeds = seeds.to(self.device)
+        game_mask = game_mask.to(self.device)
         self._views["seed"].copy_(torch.where(game_mask, seeds, self._views["seed"]))
         # The reset kernel counts resets from -1, so the first reset after seeding is episode 0.
         self._views["episode"].masked_fill_(game_mask, -1)
@@ -506,20 +511,24 @@ class GpuVectorEnv(VectorEnv):
             raise RuntimeError(f"{self.definition.name}: the env is closed; make a new one")
 
     def reset(
-        self, *, seed: int | Sequence[int] | None = None, options: Mapping[str, Any] | None = None
+        self, *, seed: int | Sequence[int | None] | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
         """Reset all games (or those of ``options["reset_mask"]``) and return ``(obs, infos)``.
 
-        ``seed``: an int ``s`` seeds game ``g`` with ``s + g``; a list gives
-        one seed per game; ``None`` keeps each game's stream going. Env
+        ``seed``: an int ``s`` seeds game ``g`` with ``s + g`` (and, as Gymnasium's
+        ``VectorEnv.reset`` does, :attr:`np_random` with ``s``); a list gives one
+        seed per game (or per slot, equal within a game), where ``None`` keeps
+        that game's stream going; ``None`` keeps every game's stream going. Env
         specific options (e.g. Tag's ``initial_positions``) go in ``options``.
         ``reset_mask``: bool of shape ``(num_envs,)`` (equal within a game) or
-        ``(num_games,)``; games outside it keep their state.
+        ``(num_games,)``; games outside it keep their state, and
+        ``infos["_active"]`` is True only for the slots of the games reset.
         """
         self._check_open()
         if options is not None and not isinstance(options, Mapping):
             raise TypeError(f"{self.definition.name}: options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
+        masked = options.get("reset_mask") is not None
         game_mask = self._game_mask(options.pop("reset_mask", None))
         seeds = self._seeds_for(seed) if seed is not None else None
         unknown = set(options) - set(self.definition.reset_option_names)
@@ -535,11 +544,15 @@ class GpuVectorEnv(VectorEnv):
         if isinstance(self._backend, ReferenceBackend):
             self._backend.set_reset_options(options)
         if seeds is not None:
-            self._seed_games(seeds, game_mask)
+            game_seeds, seeded = seeds
+            self._seed_games(game_seeds, game_mask & seeded.to(self.device))
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         self._views["pending_reset"].masked_fill_(game_mask, PENDING_RESET_CALL)
         out = self._launch(OP_RESET)
         self._needs_reset = False
-        return out.obs, {"active": out.active, "_active": self._all_true}
+        reset_slots = game_mask.repeat_interleave(self.num_agents) if masked else self._all_true
+        return out.obs, {"active": out.active, "_active": reset_slots}
 
     def _launch(self, op: int) -> SlotOutputs:
         """Run ``op`` on every game and return its outputs (fresh ones with ``copy=True``)."""
@@ -580,12 +593,15 @@ class GpuVectorEnv(VectorEnv):
             per_game = tensor.view(self.num_games, self.num_agents)
             if bool((per_game != per_game[:, :1]).any()):
                 raise ValueError(f"{name}: reset_mask must be equal for all agents of a game (games reset whole)")
-            return per_game[:, 0].clone()
-        if tuple(tensor.shape) == (self.num_games,):
-            return tensor.clone()
-        raise ValueError(
-            f"{name}: reset_mask must have shape ({self.num_envs},) or ({self.num_games},), got {tuple(tensor.shape)}"
-        )
+            tensor = per_game[:, 0]
+        elif tuple(tensor.shape) != (self.num_games,):
+            raise ValueError(
+                f"{name}: reset_mask must have shape ({self.num_envs},) or ({self.num_games},), "
+                f"got {tuple(tensor.shape)}"
+            )
+        # Unlike SyncVectorEnv, an all-False mask is an empty reset, not an error: a loop that resets "the games
+        # that ended" may find none, and telling would cost a GPU mask a host sync.
+        return tensor.clone()
 
     def step(self, actions: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Step every game once; returns ``(obs, rewards, terminated, truncated, infos)``.

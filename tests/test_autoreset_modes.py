@@ -161,12 +161,14 @@ def test_disabled_waits_for_a_masked_reset(device):
     mask[AGENTS:] = False
     obs, infos = envs.reset(options={"reset_mask": mask})
     assert clock(envs, obs) == [0, 5]
+    assert by_game(envs, infos["_active"]) == [True, False]  # as SyncVectorEnv: infos of the envs reset only
     assert torch.equal(envs.per_game(obs)[0], first_obs_of_episode(device, seed=0, episode=1)[0])
     assert torch.equal(envs.per_game(obs)[1], kept)
 
     # A per-game mask (num_games,) works as well.
     obs, infos = envs.reset(options={"reset_mask": np.array([False, True])})
     assert clock(envs, obs) == [0, 0]
+    assert by_game(envs, infos["_active"]) == [False, True]
     assert torch.equal(envs.per_game(obs)[1], first_obs_of_episode(device, seed=0, episode=2)[1])
     obs, _, terminated, _, _ = envs.step(NO_OP)
     assert clock(envs, obs) == [1, 1]

@@ -294,9 +294,9 @@ BAD_MASKS = [
 ]  # fmt: skip
 
 SEED_RANGE = r"seed must be in \[0, 2\*\*63 - num_games\], got "
-SEED_TYPE = r"seed must be an int, a list of ints or None, got "
+SEED_TYPE = r"seed must be an int, a list of ints and Nones, or None, got "
 SEED_LENGTH = r"a seed list needs one seed per game \(3\), or per slot \(21\); got "
-SEED_ITEM = r"every seed must be an int in \[0, 2\*\*63\), got "
+SEED_ITEM = r"every seed must be an int in \[0, 2\*\*63\) or None, got "
 BAD_SEEDS = [
     pytest.param(1.5, TypeError, SEED_TYPE + "float", id="float"),
     pytest.param(np.float64(2.0), TypeError, SEED_TYPE + "float64", id="numpy-float"),

@@ -237,6 +237,29 @@ def test_seed_lists_give_each_game_its_seed(device):
     assert torch.equal(starting_state(by_array), state)
 
 
+def test_a_none_in_a_seed_list_keeps_that_games_stream_as_gymnasiums_sub_envs_do(device):
+    mixed, unseeded = make(device), make(device)
+    mixed.reset(seed=[7, 3, 7])
+    unseeded.reset(seed=[7, 3, 7])
+    mixed.reset(seed=[None, 5, None])
+    unseeded.reset()  # every game's stream goes on
+    seeded_5 = make(device, games=1)
+    seeded_5.reset(seed=5)
+    state = starting_state(mixed)
+    assert torch.equal(state[0], starting_state(unseeded)[0]) and torch.equal(state[2], starting_state(unseeded)[2])
+    assert torch.equal(state[1], starting_state(seeded_5)[0])
+
+
+def test_an_int_seed_also_seeds_np_random_as_gymnasiums_vector_env_does():
+    one, two = make(), make()
+    one.reset(seed=42)
+    two.reset(seed=42)
+    assert one.np_random_seed == two.np_random_seed == 42
+    assert one.np_random.integers(1 << 30) == two.np_random.integers(1 << 30)
+    one.reset(seed=[1, 2, 3])  # a list seeds the games only, as SyncVectorEnv's does
+    assert one.np_random_seed == 42
+
+
 def test_no_seed_gives_different_starts_to_fresh_envs():
     a, b = make(), make()
     obs_a, _ = a.reset()
