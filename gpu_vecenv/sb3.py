@@ -29,6 +29,8 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
+from gpu_vecenv.vector_env import parse_autoreset_mode
+
 try:
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecEnv
@@ -138,26 +140,40 @@ class SB3VecEnv(VecEnv):
     def make(cls, env_id: str, num_envs: int, **kwargs: Any) -> SB3VecEnv:
         """``SB3VecEnv(gym.make_vec(env_id, num_envs, autoreset_mode="same_step", copy=False, **kwargs))``.
 
-        ``num_envs`` is the number of games (``num_envs * num_agents`` slots).
+        ``num_envs`` is the number of games (``num_envs * num_agents`` slots). Actions out of range are
+        reported at the next reset, as by the env itself; ``strict=True`` refuses them at the step.
         """
         kwargs.setdefault("copy", False)
+        mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
+        if parse_autoreset_mode(mode) is not AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"SB3VecEnv.make makes its env in the SAME_STEP autoreset mode, which SB3 needs; got autoreset_mode="
+                f"{mode!r} (leave it out)"
+            )
         return cls(gym.make_vec(env_id, num_envs=num_envs, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs))
 
     # -- stepping ------------------------------------------------------------------------------------
     def reset(self) -> np.ndarray:
-        """Reset every game; seeds and options set by ``seed``/``set_options`` are used once."""
+        """Reset every game (or those of a ``reset_mask`` option); seeds and options set by
+        ``seed``/``set_options`` are passed to this reset only (an env may keep what an option set, as
+        WarpTag-v0 keeps ``initial_positions`` for its autoresets until a reset without it)."""
         # gpu_vecenv envs take a list of per-game seeds.
-        obs, _ = self.env.reset(seed=self._games_seeds(), options=self._shared_options())  # type: ignore[arg-type]
+        obs, infos = self.env.reset(seed=self._games_seeds(), options=self._shared_options())  # type: ignore[arg-type]
         self._reset_seeds()
         self._reset_options()
         self._actions = None
         self.reset_infos = [_EMPTY_INFO] * self.num_envs
-        self._episode_returns[:] = 0.0
-        self._episode_lengths[:] = 0
+        # Only the slots reset start new episodes: after a masked reset the others go on counting.
+        reset_slots = infos.get("_active")
+        was_reset = slice(None) if reset_slots is None else torch.as_tensor(reset_slots).cpu().numpy()
+        self._episode_returns[was_reset] = 0.0
+        self._episode_lengths[was_reset] = 0
         # copy=True: on the CPU the env may hand out its own output buffer, which the next step overwrites.
         return obs.detach().to("cpu", torch.float32, copy=True).numpy().reshape(self.num_envs, *self._obs_shape)
 
     def step_async(self, actions: np.ndarray) -> None:
+        if actions is None:
+            raise TypeError(f"SB3VecEnv.step_async needs the actions of all {self.num_envs} slots, got None")
         self._actions = actions
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -239,11 +255,12 @@ class SB3VecEnv(VecEnv):
 
     # -- attributes and methods of the shared env -----------------------------------------------------
     def _slot_indices(self, indices: VecEnvIndices) -> list[int]:
+        """The slots ``indices`` names, negative ones counted from the end as DummyVecEnv's list does."""
         slots = list(self._get_indices(indices))
-        bad = [i for i in slots if not 0 <= int(i) < self.num_envs]
+        bad = [i for i in slots if not -self.num_envs <= int(i) < self.num_envs]
         if bad:
-            raise IndexError(f"SB3VecEnv: slot indices must be in [0, {self.num_envs}), got {bad[:5]}")
-        return slots
+            raise IndexError(f"SB3VecEnv: slot indices must be in [-{self.num_envs}, {self.num_envs}), got {bad[:5]}")
+        return [int(i) % self.num_envs for i in slots]
 
     def _owner_of(self, attr_name: str) -> VectorEnv | None:
         """The outermost env of the wrapper chain that has ``attr_name``."""
@@ -273,8 +290,11 @@ class SB3VecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        """Call a method of the wrapped env once; its result is repeated for each requested slot."""
+        """Call a method of the wrapped env once (not at all for no slot); its result is repeated for each
+        requested slot."""
         slots = self._slot_indices(indices)
+        if not slots:
+            return []
         method = self.get_attr(method_name, [0])[0]
         result = method(*method_args, **method_kwargs)
         return [result] * len(slots)

@@ -37,7 +37,9 @@ _MODE_CODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_
 _MAX_SEED = 2**63 - 1
 
 
-def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
+def parse_autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
+    """The mode ``value`` names: an ``AutoresetMode``, or its value or name in any case, with or without
+    ``_``/``-`` (``"same_step"``, ``"SameStep"``)."""
     if isinstance(value, AutoresetMode):
         return value
     if isinstance(value, str):
@@ -171,7 +173,7 @@ class GpuVectorEnv(VectorEnv):
         self.definition = definition
         self.device = resolve_device(device)
         self.backend = self._resolve_backend(backend)
-        mode = _autoreset_mode(autoreset_mode)
+        mode = parse_autoreset_mode(autoreset_mode)
         self.metadata = {"autoreset_mode": mode, "render_modes": ["rgb_array"]}
         self.autoreset_mode = mode
         self.render_mode = render_mode

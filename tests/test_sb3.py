@@ -146,6 +146,23 @@ def test_episode_info_matches_a_manual_sum_of_rewards_for_every_agent():
     assert len({round(float(r), 3) for r in manual_returns}) > 1  # the rewards differ between agents
 
 
+def test_a_masked_reset_starts_new_episodes_only_in_the_games_it_resets():
+    venv = cartpole(games=2)
+    venv.reset()
+    for _ in range(3):
+        venv.step(np.zeros(2, np.int64))
+    venv.set_options({"reset_mask": np.array([True, False])})
+    venv.reset()
+    steps = 3
+    while True:
+        _, _, dones, infos = venv.step(np.zeros(2, np.int64))  # pushed left until the pole falls
+        steps += 1
+        if dones[1]:
+            break
+        assert not dones[0]  # game 0 was reset 3 steps later: it cannot fall first
+    assert infos[1]["episode"]["l"] == steps  # counted from the first reset, through the masked one
+
+
 def test_infos_of_unfinished_slots_are_a_shared_read_only_empty_dict():
     venv = cartpole(games=2)
     venv.reset()
@@ -198,6 +215,13 @@ def test_attributes_and_methods_are_those_of_the_one_shared_env():
         venv.get_attr("num_games", indices=[venv.num_envs])
     per_game = venv.env.memory_per_game()
     assert venv.env_method("memory_per_game", indices=[1, 2]) == [per_game, per_game]
+    # As DummyVecEnv's list of envs: negative indices count from the end, and no index calls nothing.
+    assert venv.get_attr("num_games", indices=[-1, 0]) == [2, 2]
+    with pytest.raises(IndexError, match="slot indices"):
+        venv.get_attr("num_games", indices=[-venv.num_envs - 1])
+    calls = []
+    venv.env.record_call = lambda: calls.append(1)
+    assert venv.env_method("record_call", indices=[]) == [] and calls == []
     assert venv.env_is_wrapped(Monitor) == [True] * venv.num_envs
     assert venv.env_is_wrapped(TorchEpisodeStatistics) == [False] * venv.num_envs
 
@@ -215,6 +239,18 @@ def test_wraps_gymnasium_wrappers_of_the_env():
 def test_an_env_in_another_autoreset_mode_is_refused_with_a_clear_error():
     with pytest.raises(ValueError, match=r"SAME_STEP autoreset mode.*got NEXT_STEP.*autoreset_mode='same_step'"):
         SB3VecEnv(gym.make_vec("WarpCartPole-v1", num_envs=2, device="cpu"))
+    with pytest.raises(
+        ValueError, match=r"makes its env in the SAME_STEP autoreset mode.*got autoreset_mode='next_step'"
+    ):
+        cartpole(autoreset_mode="next_step")
+    assert cartpole(games=1, autoreset_mode="same_step").num_envs == 1
+
+
+def test_stepping_without_actions_is_a_clear_error():
+    venv = cartpole(games=2)
+    venv.reset()
+    with pytest.raises(TypeError, match="needs the actions of all 2 slots, got None"):
+        venv.step(None)
     with pytest.raises(TypeError, match="Gymnasium VectorEnv"):
         SB3VecEnv(gym.make("CartPole-v1"))
 
