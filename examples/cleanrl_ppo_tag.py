@@ -28,8 +28,11 @@ Bookkeeping of the multi-agent game, with the env's default NEXT_STEP autoreset:
   autoreset step that follows a finished game (whose actions the env ignores);
 * an agent's episode ends when its game ends or when it leaves the game (a
   tagged runner), read from ``envs.state["alive"]`` after the step; GAE does
-  not bootstrap across either. The time limit is part of the game (the
-  observation carries ``t / episode_length``), so it is a true termination.
+  not carry advantages across either. The game's own time limit is part of
+  the game (the observation carries ``t / episode_length``), so it is a true
+  termination; a truncation (``--env-kwarg max_episode_steps=N``, a limit the
+  observation does not show) is not, and its last observation's value is
+  bootstrapped: in NEXT_STEP mode the step after the end still returns it.
 * Games start staggered over one episode (``--stagger-episodes``, on by
   default), so that one rollout holds games at every stage of an episode.
 
@@ -150,6 +153,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "log_every", "hidden_size"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.time_budget_s is not None and args.time_budget_s <= 0:
+        p.error(f"--time-budget-s must be > 0 (leave it out for no budget), got {args.time_budget_s}")
+    # The loop's bookkeeping (autoreset steps, copies) is written for these; --device sets the device.
+    fixed = sorted({"autoreset_mode", "copy", "device", "num_envs"} & set(args.env_kwargs))
+    if fixed:
+        p.error(f"--env-kwarg cannot set {fixed}: the training loop steps NEXT_STEP autoresets with copy=False "
+                "(use --device and --num-envs for those)")  # fmt: skip
     return args
 
 
@@ -403,6 +413,7 @@ class Learner:
             "values": torch.zeros(shape, device=device),
             "rewards": torch.zeros(shape, device=device),
             "dones": torch.zeros(shape, device=device),  # the agent's episode ended at this step
+            "terminal": torch.zeros(shape, device=device),  # ... and not by a truncation: no value after it
             "valid": torch.zeros(shape, device=device),  # the sample counts in the loss
         }
         self.loss_sums = torch.zeros(5, device=device)
@@ -429,15 +440,16 @@ def make_learners(args, envs, distributed: bool = False) -> list[Learner]:
 
 
 def compute_advantages(storage: dict[str, torch.Tensor], next_value: torch.Tensor, gamma: float, lam: float):
-    """GAE over the rollout; no bootstrapping past an agent's episode end. Returns ``(advantages, returns)``."""
-    rewards, values, dones = storage["rewards"], storage["values"], storage["dones"]
+    """GAE over the rollout: no advantage carried past an agent's episode end, and no value after a terminal one;
+    after a truncated end the next value is that of the episode's last observation (NEXT_STEP mode returns it
+    at the end, and the step after it is an autoreset step, not counted). Returns ``(advantages, returns)``."""
+    rewards, values = storage["rewards"], storage["values"]
     advantages = torch.zeros_like(rewards)
     last = torch.zeros_like(next_value)
     for t in reversed(range(rewards.shape[0])):
         following = next_value if t == rewards.shape[0] - 1 else values[t + 1]
-        carry = 1.0 - dones[t]
-        delta = rewards[t] + gamma * following * carry - values[t]
-        last = delta + gamma * lam * carry * last
+        delta = rewards[t] + gamma * following * (1.0 - storage["terminal"][t]) - values[t]
+        last = delta + gamma * lam * (1.0 - storage["dones"][t]) * last
         advantages[t] = last
     return advantages, advantages + values
 
@@ -522,12 +534,15 @@ class EpisodeTally:
     """Per finished game: mean tagger return, mean runner return, tags, mean steps a runner was in the game.
 
     Sums over finished games live in ``sums`` (episodes first) on the device; nothing syncs until they are fetched.
+    Only whole episodes count: ``whole`` ``(games,)`` bool says which games' next end closes an episode seen from
+    its start (not one begun before training, as the staggered start leaves most); after an end, every game's is.
     """
 
     FIELDS = ("episodes", "tagger_return", "runner_return", "tags_per_game", "runner_steps_alive")
 
-    def __init__(self, envs) -> None:
+    def __init__(self, envs, whole: torch.Tensor) -> None:
         dev, games, agents = envs.device, envs.num_games, envs.num_agents
+        self.whole = whole.clone()
         self.taggers, self.runners = envs.roles["tagger"], envs.roles["runner"]
         self.returns = torch.zeros(games, agents, device=dev)
         self.tags = torch.zeros(games, device=dev)
@@ -539,7 +554,8 @@ class EpisodeTally:
         self.returns += rewards
         self.tags += ((tagged_by >= 0) & counted[:, None]).sum(1)
         self.runner_steps += (active.index_select(1, self.runners) & counted[:, None]).sum(1)
-        d = done.float()
+        d = (done & self.whole).float()
+        self.whole |= done
         self.sums += torch.stack([
             d.sum(),
             (self.returns.index_select(1, self.taggers).mean(1) * d).sum(),
@@ -547,7 +563,7 @@ class EpisodeTally:
             (self.tags * d).sum(),
             (self.runner_steps / len(self.runners) * d).sum(),
         ])  # fmt: skip
-        keep = 1.0 - d
+        keep = 1.0 - done.float()
         self.returns *= keep[:, None]
         self.tags *= keep
         self.runner_steps *= keep
@@ -734,11 +750,12 @@ def train(args: argparse.Namespace, procs: Processes) -> None:
 
     t_setup = time.perf_counter()
     # copy=False: the outputs are views of the env's buffers; every one is consumed before the next step.
-    envs, first_game = make_env_shard(args, procs.rank, procs.world_size, copy=False)
+    envs, first_game = make_env_shard(args, procs.rank, procs.world_size, copy=False,
+                                      autoreset_mode=AutoresetMode.NEXT_STEP)  # fmt: skip
     groups = min(args.num_envs, 16) if args.stagger_episodes else 1
     next_obs, autoreset_next = staggered_start(envs, args.seed, groups, first_game, args.num_envs)
     learners = make_learners(args, envs, procs.distributed)
-    tally = EpisodeTally(envs)
+    tally = EpisodeTally(envs, whole=(envs.state["t"] == 0) | autoreset_next)
     clock = PhaseClock(envs.device)
     games, agents = envs.num_games, envs.num_agents
     steps_per_iteration = args.num_envs * args.num_steps  # game-steps of all processes
@@ -763,7 +780,7 @@ def train(args: argparse.Namespace, procs: Processes) -> None:
     iteration = 0
     while iteration < num_iterations:
         done_fraction = iteration / num_iterations
-        if args.time_budget_s:
+        if args.time_budget_s is not None:
             done_fraction = max(done_fraction, elapsed_s() / args.time_budget_s)
             if done_fraction >= 1.0:
                 break
@@ -793,6 +810,7 @@ def train(args: argparse.Namespace, procs: Processes) -> None:
             next_obs, rewards, terminated, truncated, infos = envs.step(actions)
             rewards, active = envs.per_game(rewards), envs.per_game(infos["active"])
             game_done = envs.per_game(terminated | truncated)[:, 0]
+            game_terminated = envs.per_game(terminated)[:, 0]
             counted = ~autoreset_next  # an autoreset step carries no transition
             left = envs.state["alive"] == 0  # tagged runners have left the game (read before the next step)
             for learner in learners:
@@ -800,6 +818,7 @@ def train(args: argparse.Namespace, procs: Processes) -> None:
                 s["rewards"][step] = learner.take(rewards) * args.reward_scale
                 s["valid"][step] = (learner.take(active) & counted[:, None]).float()
                 s["dones"][step] = (learner.take(left) | game_done[:, None]).float()
+                s["terminal"][step] = (learner.take(left) | game_terminated[:, None]).float()
             tally.update(rewards, active, envs.state["tagged_by"], game_done, counted)
             autoreset_next = game_done
         game_steps += steps_per_iteration

@@ -147,7 +147,9 @@ def test_torchrun_two_processes_train_in_step_and_only_rank_0_writes(tmp_path):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                str(EXAMPLES / "cleanrl_ppo_tag.py"), "--distributed", "--device", "cpu", "--num-envs", "4",
                "--num-steps", "8", "--total-timesteps", "64", "--log-every", "1", "--save-every", "1",
-               "--eval-games", "0", "--hidden-size", "16", *TINY, "--out", str(out)]  # fmt: skip
+               "--eval-games", "0", "--hidden-size", "16", *TINY,
+               "--env-kwarg=episode_length=6",  # every process's games end whole episodes in 16 steps
+               "--out", str(out)]  # fmt: skip
     proc = subprocess.run(command, env=SINGLE_THREADED, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
