@@ -109,8 +109,9 @@ class GpuVectorEnv(VectorEnv):
             persist.
         strict: check action ranges at every ``step`` and raise before the
             launch; costs one device-to-host sync per step. Otherwise an
-            out-of-range action acts as a no-op and is reported by the next
-            ``reset``.
+            out-of-range action index acts as index 0 (WarpTag-v0's no-op)
+            and is reported by the next explicit ``reset`` (autoresets do not
+            report it).
         max_episode_steps: truncate games after this many steps (``None``:
             no truncation besides the env's own end).
         render_mode: ``None`` or ``"rgb_array"``.
@@ -492,7 +493,7 @@ class GpuVectorEnv(VectorEnv):
             shown = {2**31 - 1: f"{value} or more", -(2**31): f"{value} or less"}.get(value, value)
             raise ValueError(
                 self._range_message(g, a, k, shown, "an earlier step")
-                + f"; {count} slot(s) had out-of-range actions, which acted as no-ops. "
+                + f"; {count} slot(s) had out-of-range actions, which acted as index 0. "
                 "The env was not reset; call reset() again to go on, or pass strict=True to raise at the step."
             )
 

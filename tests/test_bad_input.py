@@ -199,7 +199,7 @@ def test_out_of_range_action_is_a_no_op_reported_by_the_next_reset(pair, compone
     del before["action_error"]  # the record the failed reset reports and clears
     message = (
         rf"WarpTag-v0: action component {component} of slot 9 \(game 1, agent 2\) was {shown}, expected "
-        r"0 <= value < 21; seen at an earlier step; 1 slot\(s\) had out-of-range actions, which acted as no-ops\. "
+        r"0 <= value < 21; seen at an earlier step; 1 slot\(s\) had out-of-range actions, which acted as index 0\. "
         r"The env was not reset; call reset\(\) again to go on, or pass strict=True to raise at the step\."
     )
     with pytest.raises(ValueError, match=message):

@@ -8,6 +8,7 @@ import sys
 from functools import partial
 
 from conftest import SMALL_TAG
+from drift_phases import DriftReference, drift_definition
 from faulty_phases import observe_indexed_leaving_every_row_out_of_the_game, observe_listed_in_game_only
 
 import gpu_vecenv.check as check_module
@@ -59,6 +60,25 @@ def test_check_runs_as_a_module():
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK" in proc.stdout
+
+
+def test_state_arrays_with_a_leading_axis_are_compared_game_by_game():
+    # pos is (2, games, agents) and wind (2, games) in the env, (2, agents) and (2,) in the reference: the
+    # checker takes game g's entries of each, with more games than the axis is long.
+    report = compare_with_reference(GpuVectorEnv(drift_definition(), num_games=3, device="cpu"), steps=14, seed=1)
+    assert report.ok, report.table()
+    assert report.game_ends >= 6
+    # A reference that draws the wind's components the other way round is caught at the first reset.
+    definition = dataclasses.replace(drift_definition(), reference=partial(WindSwappedReference, 3, 6))
+    report = compare_with_reference(GpuVectorEnv(definition, num_games=3, device="cpu"), steps=2, seed=1)
+    assert report.differences["initial_state"].first_failure.startswith("reset, game 0, wind, index (0,)")
+
+
+class WindSwappedReference(DriftReference):
+    def reset(self, seed, episode, options=None):
+        obs = super().reset(seed, episode, options)
+        self.wind[:] = self.wind[::-1].copy()
+        return obs
 
 
 class GenerousReference(TagReference):
