@@ -52,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -85,11 +86,14 @@ class KernelCompileError(TypeError):
     """The phases of an env do not compile for a backend."""
 
     def __init__(self, definition: EnvDefinition, target: str, cause: BaseException) -> None:
+        # Numba colours its messages for a terminal; in an exception's text the escape codes are noise.
+        said = re.sub(r"\x1b\[[0-9;]*m", "", str(cause))
         super().__init__(
-            f"env {definition.name!r}: its phases do not compile for the {target} backend. Every function a phase "
-            "calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy scalars, math, array "
-            "indexing, gpu_vecenv.paired_store and gpu_vecenv.distance_keys (no numba.cuda, no allocation, no Python "
-            f"objects). Numba said:\n{cause}"
+            f"env {definition.name!r}: its phases do not compile for the {target} backend. Numba said:\n{said}\n"
+            "(Every function a phase calls must be decorated with @gpu_vecenv.shared, and phases may use only numpy "
+            "scalars, math, array indexing, gpu_vecenv.paired_store and gpu_vecenv.distance_keys: no numba.cuda, no "
+            "allocation, no Python objects. An agent array is indexed [g, a], a game array [g], and an array of "
+            "length above 1 [k, g, a] or [k, g].)"
         )
 
 

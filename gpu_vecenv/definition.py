@@ -170,6 +170,12 @@ class StateArray:
     vector: bool = False
     block_local: bool = False
 
+    def __post_init__(self) -> None:
+        # numpy's and torch's dtypes name the same types: np.float32 and torch.float32 stand for "float32".
+        if not isinstance(self.dtype, str):
+            name = getattr(self.dtype, "__name__", None) or str(self.dtype)  # np.float32, np.dtype, torch.float32
+            object.__setattr__(self, "dtype", name.removeprefix("torch."))
+
     def bytes_per_game(self, num_agents: int) -> int:
         """Bytes the array takes for one game of ``num_agents`` agents."""
         values = self.length * (num_agents if self.per == "agent" else 1)
@@ -358,14 +364,14 @@ class EnvDefinition:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""
         where = f"env {self.name!r}"
-        if self.num_agents < 1:
-            raise ValueError(f"{where}: num_agents must be >= 1, got {self.num_agents}")
-        if not self.action_nvec or any(int(n) < 1 for n in self.action_nvec):
+        if not is_integer(self.num_agents, 1):
+            raise ValueError(f"{where}: num_agents must be an integer >= 1, got {self.num_agents!r}")
+        if not self.action_nvec or not all(is_integer(n, 1) for n in self.action_nvec):
             raise ValueError(f"{where}: action_nvec must be non-empty positive sizes, got {self.action_nvec}")
         if self.discrete_actions and len(self.action_nvec) != 1:
             raise ValueError(f"{where}: discrete_actions needs exactly one action component, got {self.action_nvec}")
-        if self.obs_dim < 1:
-            raise ValueError(f"{where}: obs_dim must be >= 1, got {self.obs_dim}")
+        if not is_integer(self.obs_dim, 1):
+            raise ValueError(f"{where}: obs_dim must be an integer >= 1, got {self.obs_dim!r}")
         cap = self.max_registers
         if cap is not None and not is_integer(cap, 16, 255):
             raise ValueError(f"{where}: max_registers must be None or an integer in [16, 255], got {cap!r}")
@@ -401,8 +407,10 @@ class EnvDefinition:
                     f"{where}: state array {arr.name!r} ({arr.per} scope) has dtype {arr.dtype!r}; "
                     f"expected one of {_ALLOWED_DTYPES[arr.per]}"
                 )
-            if arr.length < 1:
-                raise ValueError(f"{where}: state array {arr.name!r} has length {arr.length}; expected >= 1")
+            if not is_integer(arr.length, 1):
+                raise ValueError(
+                    f"{where}: state array {arr.name!r} has length {arr.length!r}; expected an integer >= 1"
+                )
             if arr.block_local and arr.per != "agent":
                 raise ValueError(f"{where}: state array {arr.name!r} is block_local; only agent arrays may be")
         if self.block_local_bytes > MAX_BLOCK_LOCAL_BYTES:

@@ -46,3 +46,11 @@ def observe_indexed_leaving_every_row_out_of_the_game(g, a, slot, obs, obs_kept,
     observe_indexed(g, a, slot, obs, obs_kept, num_observed, tail_entries, x, y, speed, direction, acceleration,
                     alive, agent_type, cell_start, cell_agents, index_cells, nbr_id, out_when_observed, pos_scale,
                     speed_scale, dir_scale, t, episode_length)  # fmt: skip
+
+
+@shared
+def drift_reading_pos_without_its_axis(g, a, pos, wind, obs):
+    """Drift's observation with ``pos`` (an agent array of length 2, ``pos[k, g, a]``) indexed as ``pos[g, a]``."""
+    obs[g, a, 0] = pos[g, a]
+    obs[g, a, 1] = pos[1, g, a]
+    obs[g, a, 2] = wind[0, g] - pos[0, g, a]

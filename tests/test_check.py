@@ -7,16 +7,24 @@ import subprocess
 import sys
 from functools import partial
 
+import numpy as np
+import pytest
+import torch
 from conftest import SMALL_TAG
 from drift_phases import DriftReference, drift_definition
-from faulty_phases import observe_indexed_leaving_every_row_out_of_the_game, observe_listed_in_game_only
+from faulty_phases import (
+    drift_reading_pos_without_its_axis,
+    observe_indexed_leaving_every_row_out_of_the_game,
+    observe_listed_in_game_only,
+)
 
 import gpu_vecenv.check as check_module
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
 from gpu_vecenv.check import check, check_block_local_rewritten, check_kept_outputs, check_outputs_written, main
-from gpu_vecenv.definition import Phase
+from gpu_vecenv.codegen import KernelCompileError
+from gpu_vecenv.definition import Phase, StateArray
 from gpu_vecenv.oracle import compare_with_reference
 from gpu_vecenv.vector_env import GpuVectorEnv
 
@@ -72,6 +80,35 @@ def test_state_arrays_with_a_leading_axis_are_compared_game_by_game():
     definition = dataclasses.replace(drift_definition(), reference=partial(WindSwappedReference, 3, 6))
     report = compare_with_reference(GpuVectorEnv(definition, num_games=3, device="cpu"), steps=2, seed=1)
     assert report.differences["initial_state"].first_failure.startswith("reset, game 0, wind, index (0,)")
+
+
+def test_a_phase_that_does_not_compile_is_named_with_numbas_words_and_the_indexing_rules():
+    definition = dataclasses.replace(drift_definition(), observe_phases=(Phase(drift_reading_pos_without_its_axis),))
+    with pytest.raises(KernelCompileError) as caught:
+        GpuVectorEnv(definition, num_games=2, device="cpu").reset(seed=0)
+    message = str(caught.value)
+    assert message.startswith("env 'Drift': its phases do not compile for the cpu backend. Numba said:")
+    assert "drift_reading_pos_without_its_axis" in message and "[k, g, a]" in message
+    assert "\x1b" not in message  # Numba's terminal colours are taken out
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(num_agents=2.5), r"num_agents must be an integer >= 1, got 2\.5"),
+        (dict(num_agents="4"), r"num_agents must be an integer >= 1, got '4'"),
+        (dict(obs_dim=3.0), r"obs_dim must be an integer >= 1, got 3\.0"),
+        (dict(state=(StateArray("pos", "float32", length=2.0),)), r"'pos' has length 2\.0; expected an integer >= 1"),
+    ],
+)
+def test_sizes_that_are_not_integers_are_refused_naming_what_came(change, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(drift_definition(), **change).validate()
+
+
+def test_numpy_and_torch_dtypes_name_a_state_arrays_dtype():
+    assert StateArray("x", np.float32).dtype == StateArray("x", torch.float32).dtype == "float32"
+    assert StateArray("n", np.dtype("int64")).dtype == "int64"
 
 
 class WindSwappedReference(DriftReference):
