@@ -11,7 +11,8 @@ zeros, then with ones in every bit, before every launch, which must not
 change anything either (every launch writes every output), and the same with
 its block-local arrays (every launch writes them before reading them); and
 with its observation kept between launches (``copy=False``) against written
-afresh at each, which must give the same outputs. The table gives, per output (obs, rewards,
+afresh at each, which must give the same outputs; and compiled with bounds
+checks, where no phase may index outside an array. The table gives, per output (obs, rewards,
 terminated, active, state, initial state), the largest absolute and relative
 differences and the first step and slot where one exceeded its tolerance. The
 exit status is 1 on any mismatch, 2 when the env cannot be built.
@@ -30,6 +31,8 @@ import numpy as np
 import torch
 
 import gpu_vecenv  # noqa: F401  (registers the package's envs)
+from gpu_vecenv.backends import CpuBackend
+from gpu_vecenv.codegen import load_kernel_module
 from gpu_vecenv.definition import EnvDefinition
 from gpu_vecenv.layout import ParamLayout
 from gpu_vecenv.oracle import Report, compare_with_reference
@@ -118,16 +121,20 @@ _Run = tuple[Callable[[GpuVectorEnv, int], None], int, bool]
 
 
 def _poisoned_run(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int], None], fill: int, mode: str,
-                  num_games: int, steps: int, seed: int,
-                  obs_kept: bool = False) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
+                  num_games: int, steps: int, seed: int, obs_kept: bool = False,
+                  bounds_checked: bool = False) -> list[tuple[str, torch.Tensor]]:  # fmt: skip
     """Every output a reset or step call returns, by name, with ``poison(env, fill)`` setting some of the env's
     memory to bytes ``fill`` before each launch (``copy=False``: the calls return views of the output buffer).
     The kernel is told whether ``obs`` keeps what the launch before wrote (``obs_kept``): not by default, as
-    for fresh outputs, whatever the buffer holds."""
+    for fresh outputs, whatever the buffer holds. ``bounds_checked``: launch the CPU function that raises
+    ``IndexError`` at an index outside its array instead of the env's own."""
     episode = max(2, steps // 3)  # truncations: each mode's end-of-game and autoreset paths run too
     env = GpuVectorEnv(definition, num_games=num_games, device="cpu", backend="cpu", copy=False,
                        autoreset_mode=mode, max_episode_steps=episode)  # fmt: skip
     env._params[1][ParamLayout(definition).index["obs_kept"]] = int(obs_kept)
+    if bounds_checked:
+        assert isinstance(env._backend, CpuBackend)
+        env._backend._run = load_kernel_module(definition, "cpu", bounds_checked=True).run
     rng = np.random.default_rng(seed)
     nvec = np.asarray(definition.action_nvec)
     seen: list[tuple[str, torch.Tensor]] = []
@@ -152,6 +159,24 @@ def _poisoned_run(definition: EnvDefinition, poison: Callable[[GpuVectorEnv, int
             keep(("final_obs", "final_info active"), (infos["final_obs"], infos["final_info"]["active"]))
     env.close()
     return seen
+
+
+def check_bounds(definition: EnvDefinition, num_games: int = 4, steps: int = 30, seed: int = 0) -> list[str]:
+    """The autoreset modes in which a phase indexes an array outside its bounds (an empty list: none does).
+
+    Generated kernels do not check indices (a check at every access would slow every step), so a phase that
+    writes ``obs[g, a, obs_dim]`` writes the next agent's first entry, or past the buffer. This runs the
+    resets and steps of :func:`check_outputs_written` in each mode with a CPU function compiled with Numba's
+    bounds checks, where such an index raises. Functions called with ``@shared(inline=False)`` are compiled
+    apart and are not checked.
+    """
+    found = []
+    for mode in ("NextStep", "SameStep", "Disabled"):
+        try:
+            _poisoned_run(definition, _leave_as_is, 0, mode, num_games, steps, seed, bounds_checked=True)
+        except IndexError:
+            found.append(mode)
+    return found
 
 
 def check_outputs_written(definition: EnvDefinition, num_games: int = 4, steps: int = 30, seed: int = 0) -> list[str]:
@@ -249,6 +274,14 @@ def _definition_checks(
         ))  # fmt: skip
     if "outputs" in wanted:
         checks.append((
+            "bounds",
+            check_bounds,
+            "every index a phase takes is inside its array",
+            "env {env}: in the autoreset mode(s) {found} a phase indexes an array outside its bounds, which writes "
+            "another agent's entries or past the buffer: check obs[g, a, i] against obs_dim, [k, g, a] against the "
+            "array's length, and loops that run to num_agents.",
+        ))  # fmt: skip
+        checks.append((
             "outputs",
             check_outputs_written,
             "every reset and step writes every entry it returns",
@@ -301,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-outputs-check",
         action="store_true",
-        help="skip the checks that every launch writes every output, and its block-local arrays before reading them",
+        help="skip the checks that every index is inside its array, that every launch writes every output, and its "
+        "block-local arrays before reading them",
     )
     args = parser.parse_args(argv)
     try:

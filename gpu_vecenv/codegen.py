@@ -269,12 +269,18 @@ def _run_phases(w: _Writer, phases: tuple[Phase, ...], aliases: dict[int, str], 
         w.barrier()
 
 
-def generate_source(definition: EnvDefinition, target: str, ring_games: int | None = None) -> str:
+def generate_source(definition: EnvDefinition, target: str, ring_games: int | None = None,
+                    bounds_checked: bool = False) -> str:  # fmt: skip
     """The text of the kernel module for ``target`` (``"cuda"`` or ``"cpu"``). ``ring_games``: the CUDA
     kernel that writes the outputs of that many games into the slot a ring names (see the module's
-    docstring); ``None``: the kernel that takes its outputs as arguments."""
+    docstring); ``None``: the kernel that takes its outputs as arguments. ``bounds_checked``: a CPU function
+    that raises ``IndexError`` at any index outside its array (Numba's ``boundscheck``; the games one after
+    another, since an exception raised inside a parallel loop does not come out as itself), for
+    :func:`gpu_vecenv.check.check_bounds`."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"target must be 'cuda' or 'cpu', got {target!r}")
+    if bounds_checked and target != "cpu":
+        raise ValueError("only the cpu target is compiled with bounds checks")
     ring_outputs = ring_games is not None
     if ring_outputs and target != "cuda":
         raise ValueError("only the cuda target writes its outputs into the slot a ring names")
@@ -304,7 +310,9 @@ def generate_source(definition: EnvDefinition, target: str, ring_games: int | No
         lines = ", lineinfo=True" if lineinfo_requested() else ""
         w.line(f"@cuda.jit(cache=True{cap}{lines})")
     else:
-        w.line("@numba.njit(parallel=True, cache=True)")
+        w.line(
+            "@numba.njit(cache=True, boundscheck=True)" if bounds_checked else "@numba.njit(parallel=True, cache=True)"
+        )
     with w.block(f"def run({RING_KERNEL_ARGS if ring_outputs else KERNEL_ARGS}):"):
         if target == "cuda" and lineinfo_requested():
             # Numba numbers the inlined phases' lines as in their own modules, under this module's name, and
@@ -488,13 +496,14 @@ def _sources_digest(definition: EnvDefinition) -> str:
     return h.hexdigest()
 
 
-def load_kernel_module(definition: EnvDefinition, target: str, ring_games: int | None = None) -> ModuleType:
+def load_kernel_module(definition: EnvDefinition, target: str, ring_games: int | None = None,
+                       bounds_checked: bool = False) -> ModuleType:  # fmt: skip
     """Generate (once), write (once) and import the kernel module of ``definition`` for ``target``
-    (``ring_games``: see :func:`generate_source`)."""
-    source = generate_source(definition, target, ring_games)
+    (``ring_games``, ``bounds_checked``: see :func:`generate_source`)."""
+    source = generate_source(definition, target, ring_games, bounds_checked)
     digest = hashlib.sha256((source + _sources_digest(definition)).encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() else "_" for c in definition.name)
-    form = f"{target}_ring{ring_games}" if ring_games is not None else target
+    form = f"{target}_ring{ring_games}" if ring_games is not None else f"{target}_bounds" if bounds_checked else target
     module_name = f"gpu_vecenv_kernel_{safe}_{form}_{digest}"
     if module_name in sys.modules:
         return sys.modules[module_name]

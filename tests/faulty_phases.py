@@ -54,3 +54,12 @@ def drift_reading_pos_without_its_axis(g, a, pos, wind, obs):
     obs[g, a, 0] = pos[g, a]
     obs[g, a, 1] = pos[1, g, a]
     obs[g, a, 2] = wind[0, g] - pos[0, g, a]
+
+
+@shared
+def drift_observing_one_entry_too_many(g, a, pos, wind, obs):
+    """Drift's observation, and one more entry at ``obs[g, a, obs_dim]``: the next agent's first."""
+    obs[g, a, 0] = pos[0, g, a]
+    obs[g, a, 1] = pos[1, g, a]
+    obs[g, a, 2] = wind[0, g] - pos[0, g, a]
+    obs[g, a, 3] = wind[1, g]

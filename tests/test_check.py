@@ -13,6 +13,7 @@ import torch
 from conftest import SMALL_TAG
 from drift_phases import DriftReference, drift_definition
 from faulty_phases import (
+    drift_observing_one_entry_too_many,
     drift_reading_pos_without_its_axis,
     observe_indexed_leaving_every_row_out_of_the_game,
     observe_listed_in_game_only,
@@ -22,7 +23,14 @@ import gpu_vecenv.check as check_module
 from envs.tag_continuous.config import TagConfig
 from envs.tag_continuous.env import tag_definition
 from envs.tag_continuous.reference import TagReference
-from gpu_vecenv.check import check, check_block_local_rewritten, check_kept_outputs, check_outputs_written, main
+from gpu_vecenv.check import (
+    check,
+    check_block_local_rewritten,
+    check_bounds,
+    check_kept_outputs,
+    check_outputs_written,
+    main,
+)
 from gpu_vecenv.codegen import KernelCompileError
 from gpu_vecenv.definition import Phase, StateArray
 from gpu_vecenv.oracle import compare_with_reference
@@ -40,6 +48,7 @@ def test_check_command_prints_a_table_and_exits_zero(capsys):
     assert main(["WarpTag-v0", "--device", "cpu", "--steps", "20", "--num-envs", "2", *params]) == 0
     out = capsys.readouterr().out
     assert "max abs diff" in out and "OK" in out
+    assert "bounds: every index a phase takes is inside its array: OK" in out
     assert "outputs: every reset and step writes every entry it returns: OK" in out
     assert "kept outputs: outputs kept between launches (copy=False) are those written afresh: OK" in out
 
@@ -57,6 +66,7 @@ def test_a_failing_check_of_the_command_is_named_with_what_it_found_and_the_exit
     params = [f"--param={k}={v}" for k, v in SMALL_TAG.items()]
     assert main(["WarpTag-v0", "--device", "cpu", "--steps", "5", "--num-envs", "2", "--no-order-check", *params]) == 1
     out = capsys.readouterr().out
+    assert "bounds: every index a phase takes is inside its array: OK" in out
     assert "outputs: every reset and step writes every entry it returns: OK" in out
     assert "kept outputs: env 'WarpTag-v0' returns other ['obs'] where obs keeps what the launch before wrote" in out
 
@@ -109,6 +119,13 @@ def test_sizes_that_are_not_integers_are_refused_naming_what_came(change, messag
 def test_numpy_and_torch_dtypes_name_a_state_arrays_dtype():
     assert StateArray("x", np.float32).dtype == StateArray("x", torch.float32).dtype == "float32"
     assert StateArray("n", np.dtype("int64")).dtype == "int64"
+
+
+def test_a_phase_writing_past_the_observation_row_is_named_by_the_bounds_check():
+    # Unchecked, obs[g, a, 3] with obs_dim 3 is the next agent's first entry (or past the buffer, for the last).
+    definition = dataclasses.replace(drift_definition(), observe_phases=(Phase(drift_observing_one_entry_too_many),))
+    assert check_bounds(definition, num_games=2, steps=6) == ["NextStep", "SameStep", "Disabled"]
+    assert check_bounds(drift_definition(), num_games=2, steps=6) == []
 
 
 class WindSwappedReference(DriftReference):
