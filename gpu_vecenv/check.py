@@ -297,7 +297,8 @@ def _definition_checks(
             "env {env} returns other {found} where obs keeps what the launch before wrote (obs_kept, as with "
             "copy=False) than where every launch writes fresh memory: a phase leaves entries it takes to be "
             "unchanged that are not. Decide by state that the launch before wrote itself, in a phase after the "
-            "observation (not by state other agents of the phase write).",
+            "observation (not by state other agents of the phase write). If the outputs check failed too, mend "
+            "that first: an entry that no launch writes differs here as well.",
         ))  # fmt: skip
         if any(arr.block_local for arr in definition.state):
             checks.append((
