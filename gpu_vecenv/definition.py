@@ -176,6 +176,11 @@ class StateArray:
             name = getattr(self.dtype, "__name__", None) or str(self.dtype)  # np.float32, np.dtype, torch.float32
             object.__setattr__(self, "dtype", name.removeprefix("torch."))
 
+    @property
+    def leading_axis(self) -> bool:
+        """Whether the array's views have the leading axis ``k`` (``[k, g, a]``, ``[k, g]``)."""
+        return self.length > 1 or self.vector
+
     def bytes_per_game(self, num_agents: int) -> int:
         """Bytes the array takes for one game of ``num_agents`` agents."""
         values = self.length * (num_agents if self.per == "agent" else 1)
@@ -272,6 +277,11 @@ class EnvDefinition:
             checks those options and applies them to the state tensors of the
             games in ``game_mask`` before the reset kernel runs; it must raise
             before writing anything if an option is invalid.
+        reset_options_persist: whether the options of a reset also hold for
+            the games' later autoresets (WarpTag-v0's initial positions, until
+            a reset without them), or for that reset only (Gymnasium's
+            CartPole bounds: a reset phase then restores the defaults). The
+            reference backend passes them to the reference's resets so.
         setup: a hook ``(state) -> None`` that fills static state arrays (ones
             no reset phase writes, such as agent roles) once at construction.
         reference: a factory of the numpy reference of one game, for checks,
@@ -337,6 +347,7 @@ class EnvDefinition:
     roles: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     reset_option_names: tuple[str, ...] = ()
     reset_options: ResetOptionsHook | None = None
+    reset_options_persist: bool = True
     setup: Callable[[Mapping[str, torch.Tensor]], None] | None = None
     reference: Any = None
     render: Callable[..., Any] | None = None

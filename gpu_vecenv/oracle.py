@@ -87,7 +87,7 @@ def _game_state(env: GpuVectorEnv, keys: list[str], g: int) -> dict[str, Any]:
     or a scalar, and ``(length, agents)`` or ``(length,)`` for an array with a leading axis (``length`` above 1 or
     ``vector``); the step counter ``t`` as an int."""
     state = env.state
-    leading = {arr.name for arr in env.definition.state if arr.length > 1 or arr.vector}
+    leading = {arr.name for arr in env.definition.state if arr.leading_axis}
     return {
         k: int(state["t"][g]) if k == "t" else _numpy(state[k][:, g] if k in leading else state[k][g]).copy()
         for k in keys

@@ -50,6 +50,7 @@ class ReferenceBackend:
         self.num_games = int(views["seed"].shape[0])
         self.refs = [definition.reference() for _ in range(self.num_games)]
         self.state_keys = [k for k in self.refs[0].get_state() if k != "t"]
+        self._leading = {arr.name for arr in definition.state if arr.leading_axis}
         self.options: dict[str, Any] | None = None
 
     def set_reset_options(self, options: Mapping[str, Any] | None) -> None:
@@ -65,7 +66,7 @@ class ReferenceBackend:
 
     # -- one game -----------------------------------------------------------------
     def _load(self, g: int) -> None:
-        state: dict[str, Any] = {k: self.views[k][g].numpy().copy() for k in self.state_keys}
+        state: dict[str, Any] = {k: self._game_view(k, g).numpy().copy() for k in self.state_keys}
         state["t"] = int(self.views["t"][g])
         self.refs[g].set_state(state)
 
@@ -74,16 +75,23 @@ class ReferenceBackend:
             if k == "t":
                 self.views["t"][g] = int(v)
             else:
-                self.views[k][g] = torch.as_tensor(np.asarray(v))
+                self._game_view(k, g)[...] = torch.as_tensor(np.asarray(v))
 
-    def _reset_game(self, g: int) -> np.ndarray:
+    def _game_view(self, name: str, g: int) -> torch.Tensor:
+        """Game ``g``'s entries of state array ``name``: its leading axis first where it has one."""
+        return self.views[name][:, g] if name in self._leading else self.views[name][g]
+
+    def _reset_game(self, g: int, explicit: bool) -> np.ndarray:
+        """Reset game ``g``; ``explicit``: by a ``reset`` call (its options apply), not an autoreset (they apply
+        where the definition says that they persist)."""
         v = self.views
         v["episode"][g] += 1
         v["t"][g] = 0
         v["terminated"][g] = 0
         v["truncated"][g] = 0
         v["pending_reset"][g] = 0
-        return self.refs[g].reset(int(v["seed"][g]), int(v["episode"][g]), self.options)
+        options = self.options if explicit or self.definition.reset_options_persist else None
+        return self.refs[g].reset(int(v["seed"][g]), int(v["episode"][g]), options)
 
     def _active(self, g: int) -> np.ndarray:
         name = self.definition.active
@@ -121,7 +129,7 @@ class ReferenceBackend:
             autoreset = pending == PENDING_AUTORESET and self.mode == NEXT_STEP
             if op == OP_RESET or autoreset:
                 reset_now = pending == PENDING_RESET_CALL if op == OP_RESET else autoreset
-                obs = self._reset_game(g) if reset_now else self.refs[g].observe()
+                obs = self._reset_game(g, explicit=op == OP_RESET) if reset_now else self.refs[g].observe()
                 self._store(g)
                 self._write(g, obs, np.zeros(n), False, False, self._active(g))
                 continue
@@ -143,6 +151,6 @@ class ReferenceBackend:
                 if self.mode == NEXT_STEP:
                     v["pending_reset"][g] = PENDING_AUTORESET
                 elif self.mode == SAME_STEP:
-                    self.out.obs[g] = torch.as_tensor(np.asarray(self._reset_game(g), np.float32))
+                    self.out.obs[g] = torch.as_tensor(np.asarray(self._reset_game(g, explicit=False), np.float32))
                     self._store(g)
                     self.out.flags[2, g] = torch.as_tensor(self._active(g))

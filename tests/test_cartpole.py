@@ -124,6 +124,45 @@ def test_initial_state_draws():
     np.testing.assert_array_equal(first[game], want)
 
 
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_reset_bounds_options_apply_to_that_reset_only_as_gymnasiums_cartpole(backend):
+    envs = make_warp_cartpole(num_envs=3, device="cpu", backend=backend, max_episode_steps=2)
+    envs.reset(seed=5, options={"low": -0.1, "high": 0.15})  # within the limits: no game ends before the time's up
+    bounded = read_states(envs)
+    draw = getattr(uniform01, "py_func", uniform01)
+    span = np.float64(0.15) - np.float64(-0.1)
+    want = [np.float64(-0.1) + span * np.float64(draw(5 + 1, 0, i)) for i in range(4)]
+    np.testing.assert_array_equal(bounded[1], want)  # game 1, seeded 6, reset 0
+    assert ((bounded >= -0.1) & (bounded < 0.15)).all() and (np.abs(bounded) > 0.05).any()
+    # The autoreset after the time limit draws from the default bounds, as SyncVectorEnv's reset without options.
+    for _ in range(3):  # truncated at the second step, reset at the third
+        _, _, terminated, _, _ = envs.step(np.ones(3, np.int64))
+        assert not terminated.any()
+    autoreset = read_states(envs)
+    want = [np.float64(-0.05) + np.float64(0.1) * np.float64(draw(5 + 1, 1, i)) for i in range(4)]
+    np.testing.assert_array_equal(autoreset[1], want)
+    # One bound alone keeps the other's default; a masked reset applies them to its games only.
+    envs.reset(options={"high": 0.5, "reset_mask": np.array([False, True, False])})
+    assert ((read_states(envs)[1] >= -0.05) & (read_states(envs)[1] < 0.5)).all()
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"low": 0.2, "high": 0.1}, r"low must be <= high, got low=0.2, high=0.1"),
+        ({"low": float("nan")}, r"low must be a finite number, got nan"),
+        ({"high": "0.1"}, r"high must be a finite number, got '0.1'"),
+    ],
+)
+def test_bad_reset_bounds_are_refused_before_resetting(options, message):
+    envs = make_warp_cartpole(num_envs=2, device="cpu")
+    envs.reset(seed=1)
+    before = read_states(envs)
+    with pytest.raises(ValueError, match=message):
+        envs.reset(seed=9, options=options)
+    np.testing.assert_array_equal(read_states(envs), before)
+
+
 def test_max_episode_steps_truncates():
     envs = make_warp_cartpole(num_envs=3, device="cpu", max_episode_steps=5)
     envs.reset(seed=0)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import torch
 from gymnasium import spaces
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
@@ -29,19 +34,45 @@ def cartpole_definition() -> EnvDefinition:
             StateArray("x_dot", "float64"),
             StateArray("theta", "float64"),
             StateArray("theta_dot", "float64"),
+            # The bounds of a game's next reset draw: the defaults, or a reset's options low/high.
+            StateArray("reset_low", "float64", per="game"),
+            StateArray("reset_span", "float64", per="game"),
         ),
         # The physics constants are float64 globals of sim.py; definition constants would be float32.
         constants={},
         update_phases=(Phase(sim.push_cart),),
         observe_phases=(Phase(sim.observe_cart),),
         reward_phases=(Phase(sim.reward_step), Phase(sim.end_if_fallen, "game")),
-        # Two phases, so that the GPU rounds -0.05 + 0.1 * u as the reference does (see draw_initial_state).
-        reset_phases=(Phase(sim.draw_initial_state), Phase(sim.offset_initial_state)),
+        # Two phases, so that the GPU rounds low + span * u as the reference does (see draw_initial_state).
+        reset_phases=(
+            Phase(sim.draw_initial_state),
+            Phase(sim.offset_initial_state),
+            Phase(sim.forget_reset_bounds, "game"),
+        ),
+        reset_option_names=("low", "high"),
+        reset_options=apply_reset_bounds,
+        reset_options_persist=False,
         observation_space=cartpole_observation_space(),
         discrete_actions=True,
         reference=CartPoleReference,
         render=draw_games,
     )
+
+
+def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
+    """Gymnasium's CartPole reset options: every state variable of the reset games drawn uniform in
+    ``[low, high)`` (``low`` default -0.05, ``high`` 0.05, each optional) at this reset; autoresets draw from the
+    defaults. Raises ``ValueError`` (before writing) unless both are finite numbers with ``low <= high``."""
+    low, high = (options.get(key, default) for key, default in (("low", -0.05), ("high", 0.05)))
+    for key, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ValueError(f"{NAME}: reset option {key} must be a finite number, got {value!r}")
+    if low > high:
+        raise ValueError(f"{NAME}: reset option low must be <= high, got low={low!r}, high={high!r}")
+    # Subtracted in float64, as the reference does; the kernel then draws low + (high - low) * u.
+    span = np.float64(high) - np.float64(low)
+    views["reset_low"].masked_fill_(game_mask, float(np.float64(low)))
+    views["reset_span"].masked_fill_(game_mask, float(span))
 
 
 def cartpole_observation_space() -> spaces.Box:

@@ -61,12 +61,16 @@ class CartPoleReference:
         """Draw the initial state of reset number ``episode`` of a game seeded ``seed``.
 
         Draw ``i`` (0..3: x, x_dot, theta, theta_dot) is ``u`` in [0, 1)
-        (float32), mapped to ``-0.05 + 0.1 * u`` in float64. There are no
-        reset options. Returns the observation ``(1, 4)`` float32.
+        (float32), mapped to ``low + (high - low) * u`` in float64, with
+        Gymnasium's CartPole reset options ``low`` (default -0.05) and ``high``
+        (0.05). Returns the observation ``(1, 4)`` float32.
         """
+        options = options or {}
+        low, high = F64(options.get("low", -0.05)), F64(options.get("high", 0.05))
+        span = F64(0.1) if not options else high - low  # the default span is the literal, as the kernel's
         draw = _python(uniform01)
         for i, k in enumerate(STATE_KEYS):
-            getattr(self, k)[0] = F64(-0.05) + F64(0.1) * F64(draw(seed, episode, i))
+            getattr(self, k)[0] = low + span * F64(draw(seed, episode, i))
         self.t = 0
         return self.observe()
 

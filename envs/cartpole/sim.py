@@ -34,7 +34,8 @@ FOUR_THIRDS = np.float64(4.0 / 3.0)
 THETA_THRESHOLD_RADIANS = np.float64(12 * 2 * math.pi / 360)
 X_THRESHOLD = np.float64(2.4)
 
-# Initial state: every variable uniform in [RESET_LOW, RESET_LOW + RESET_SPAN) = [-0.05, 0.05).
+# Initial state: every variable uniform in [RESET_LOW, RESET_LOW + RESET_SPAN) = [-0.05, 0.05), unless a reset's
+# options ``low``/``high`` give other bounds (for that reset only, as Gymnasium's CartPole takes them).
 RESET_LOW = np.float64(-0.05)
 RESET_SPAN = np.float64(0.1)
 
@@ -90,8 +91,9 @@ def end_if_fallen(g, x, theta, terminated):
 
 
 @shared
-def draw_initial_state(g, a, seed, episode, x, x_dot, theta, theta_dot):
-    """First half of a reset: draws 0..3 of this reset scaled to ``0.1 * u`` (float64): x, x_dot, theta, theta_dot.
+def draw_initial_state(g, a, seed, episode, x, x_dot, theta, theta_dot, reset_span):
+    """First half of a reset: draws 0..3 of this reset scaled to ``span * u`` (float64): x, x_dot, theta, theta_dot;
+    ``span`` is the reset's ``high - low`` (0.1 by default).
 
     The offset is added by the next phase, :func:`offset_initial_state`. On a
     GPU, NVVM contracts ``-0.05 + 0.1 * u`` into one fused multiply-add by
@@ -102,16 +104,26 @@ def draw_initial_state(g, a, seed, episode, x, x_dot, theta, theta_dot):
     """
     s = seed[g]
     e = episode[g]
-    x[g, a] = RESET_SPAN * np.float64(uniform01(s, e, 0))
-    x_dot[g, a] = RESET_SPAN * np.float64(uniform01(s, e, 1))
-    theta[g, a] = RESET_SPAN * np.float64(uniform01(s, e, 2))
-    theta_dot[g, a] = RESET_SPAN * np.float64(uniform01(s, e, 3))
+    span = reset_span[g]
+    x[g, a] = span * np.float64(uniform01(s, e, 0))
+    x_dot[g, a] = span * np.float64(uniform01(s, e, 1))
+    theta[g, a] = span * np.float64(uniform01(s, e, 2))
+    theta_dot[g, a] = span * np.float64(uniform01(s, e, 3))
 
 
 @shared
-def offset_initial_state(g, a, x, x_dot, theta, theta_dot):
-    """Second half of a reset: ``-0.05 + 0.1 * u``, each variable uniform in [-0.05, 0.05)."""
-    x[g, a] = RESET_LOW + x[g, a]
-    x_dot[g, a] = RESET_LOW + x_dot[g, a]
-    theta[g, a] = RESET_LOW + theta[g, a]
-    theta_dot[g, a] = RESET_LOW + theta_dot[g, a]
+def offset_initial_state(g, a, x, x_dot, theta, theta_dot, reset_low):
+    """Second half of a reset: ``low + span * u``, each variable uniform in [low, high) ([-0.05, 0.05) by default)."""
+    low = reset_low[g]
+    x[g, a] = low + x[g, a]
+    x_dot[g, a] = low + x_dot[g, a]
+    theta[g, a] = low + theta[g, a]
+    theta_dot[g, a] = low + theta_dot[g, a]
+
+
+@shared
+def forget_reset_bounds(g, reset_low, reset_span):
+    """After a reset: the default bounds again, so that the autoresets that follow draw as Gymnasium's (an option
+    applies to the reset it is given to)."""
+    reset_low[g] = RESET_LOW
+    reset_span[g] = RESET_SPAN
