@@ -52,11 +52,18 @@ def cartpole_definition() -> EnvDefinition:
         reset_option_names=("low", "high"),
         reset_options=apply_reset_bounds,
         reset_options_persist=False,
+        setup=default_reset_bounds,
         observation_space=cartpole_observation_space(),
         discrete_actions=True,
         reference=CartPoleReference,
         render=draw_games,
     )
+
+
+def default_reset_bounds(views: Mapping[str, torch.Tensor]) -> None:
+    """Every game's reset bounds the defaults from the start, also for a game a first, masked reset leaves out."""
+    views["reset_low"].fill_(float(sim.RESET_LOW))
+    views["reset_span"].fill_(float(sim.RESET_SPAN))
 
 
 def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
