@@ -32,7 +32,8 @@ Bookkeeping of the multi-agent game, with the env's default NEXT_STEP autoreset:
   the game (the observation carries ``t / episode_length``), so it is a true
   termination; a truncation (``--env-kwarg max_episode_steps=N``, a limit the
   observation does not show) is not, and its last observation's value is
-  bootstrapped: in NEXT_STEP mode the step after the end still returns it.
+  bootstrapped: in NEXT_STEP mode the ending step returns that observation
+  (the reset one comes a step later).
 * Games start staggered over one episode (``--stagger-episodes``, on by
   default), so that one rollout holds games at every stage of an episode.
 

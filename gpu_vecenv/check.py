@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numba
 import numpy as np
 import torch
 
@@ -170,6 +171,9 @@ def check_bounds(definition: EnvDefinition, num_games: int = 4, steps: int = 30,
     bounds checks, where such an index raises. Functions called with ``@shared(inline=False)`` are compiled
     apart and are not checked.
     """
+    if getattr(numba.config, "BOUNDSCHECK", None) == 0:
+        # NUMBA_BOUNDSCHECK=0 switches every bounds check off, the requested ones too: nothing would be found.
+        raise RuntimeError("check_bounds needs Numba's bounds checks, which NUMBA_BOUNDSCHECK=0 switches off: unset it")
     found = []
     for mode in ("NextStep", "SameStep", "Disabled"):
         try:
@@ -342,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = check(args.env_id, device=args.device, steps=args.steps, num_envs=args.num_envs, seed=args.seed,
                        autoreset_mode=args.autoreset_mode, **dict(args.param))  # fmt: skip
-    except (ValueError, TypeError, gym.error.Error) as exc:
+    except (ValueError, TypeError, ImportError, gym.error.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"{args.env_id}: {args.num_envs} games, device={args.device or 'auto'}, mode={args.autoreset_mode}")
@@ -366,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, run, passed, failure in _definition_checks(definition, wanted):
             found = run(definition, num_games=games)
             ok &= _verdict(name, passed, found and failure.format(env=repr(args.env_id), found=found))
-    except (ValueError, TypeError, gym.error.Error) as exc:
+    except (ValueError, TypeError, ImportError, gym.error.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0 if ok else 1

@@ -277,11 +277,9 @@ class EnvDefinition:
             checks those options and applies them to the state tensors of the
             games in ``game_mask`` before the reset kernel runs; it must raise
             before writing anything if an option is invalid.
-        reset_options_persist: whether the options of a reset also hold for
-            the games' later autoresets (WarpTag-v0's initial positions, until
-            a reset without them), or for that reset only (Gymnasium's
-            CartPole bounds: a reset phase then restores the defaults). The
-            reference backend passes them to the reference's resets so.
+            What it writes holds for those games' later autoresets too, until
+            a reset that gives other options (or none), as in Gymnasium's own
+            vector CartPole.
         setup: a hook ``(state) -> None`` that fills static state arrays (ones
             no reset phase writes, such as agent roles) once at construction.
         reference: a factory of the numpy reference of one game, for checks,
@@ -347,7 +345,6 @@ class EnvDefinition:
     roles: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     reset_option_names: tuple[str, ...] = ()
     reset_options: ResetOptionsHook | None = None
-    reset_options_persist: bool = True
     setup: Callable[[Mapping[str, torch.Tensor]], None] | None = None
     reference: Any = None
     render: Callable[..., Any] | None = None

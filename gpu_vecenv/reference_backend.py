@@ -51,11 +51,13 @@ class ReferenceBackend:
         self.refs = [definition.reference() for _ in range(self.num_games)]
         self.state_keys = [k for k in self.refs[0].get_state() if k != "t"]
         self._leading = {arr.name for arr in definition.state if arr.leading_axis}
-        self.options: dict[str, Any] | None = None
+        # Each game's reset options, from the last reset call that reset it: they hold for its autoresets too.
+        self.options: list[dict[str, Any] | None] = [None] * self.num_games
 
-    def set_reset_options(self, options: Mapping[str, Any] | None) -> None:
-        """The env-specific ``reset`` options, which the reference applies itself."""
-        self.options = dict(options) if options else None
+    def set_reset_options(self, options: Mapping[str, Any] | None, game_mask: torch.Tensor) -> None:
+        """The env-specific ``reset`` options of the games in ``game_mask``, which the reference applies itself."""
+        for g in torch.nonzero(game_mask.cpu()).flatten().tolist():
+            self.options[g] = dict(options) if options else None
 
     def capture(self, ops: tuple[int, ...], copy_into: OutputArena | None = None) -> None:
         """Nothing to capture."""
@@ -81,17 +83,14 @@ class ReferenceBackend:
         """Game ``g``'s entries of state array ``name``: its leading axis first where it has one."""
         return self.views[name][:, g] if name in self._leading else self.views[name][g]
 
-    def _reset_game(self, g: int, explicit: bool) -> np.ndarray:
-        """Reset game ``g``; ``explicit``: by a ``reset`` call (its options apply), not an autoreset (they apply
-        where the definition says that they persist)."""
+    def _reset_game(self, g: int) -> np.ndarray:
         v = self.views
         v["episode"][g] += 1
         v["t"][g] = 0
         v["terminated"][g] = 0
         v["truncated"][g] = 0
         v["pending_reset"][g] = 0
-        options = self.options if explicit or self.definition.reset_options_persist else None
-        return self.refs[g].reset(int(v["seed"][g]), int(v["episode"][g]), options)
+        return self.refs[g].reset(int(v["seed"][g]), int(v["episode"][g]), self.options[g])
 
     def _active(self, g: int) -> np.ndarray:
         name = self.definition.active
@@ -129,7 +128,7 @@ class ReferenceBackend:
             autoreset = pending == PENDING_AUTORESET and self.mode == NEXT_STEP
             if op == OP_RESET or autoreset:
                 reset_now = pending == PENDING_RESET_CALL if op == OP_RESET else autoreset
-                obs = self._reset_game(g, explicit=op == OP_RESET) if reset_now else self.refs[g].observe()
+                obs = self._reset_game(g) if reset_now else self.refs[g].observe()
                 self._store(g)
                 self._write(g, obs, np.zeros(n), False, False, self._active(g))
                 continue
@@ -151,6 +150,6 @@ class ReferenceBackend:
                 if self.mode == NEXT_STEP:
                     v["pending_reset"][g] = PENDING_AUTORESET
                 elif self.mode == SAME_STEP:
-                    self.out.obs[g] = torch.as_tensor(np.asarray(self._reset_game(g, explicit=False), np.float32))
+                    self.out.obs[g] = torch.as_tensor(np.asarray(self._reset_game(g), np.float32))
                     self._store(g)
                     self.out.flags[2, g] = torch.as_tensor(self._active(g))

@@ -545,7 +545,7 @@ class GpuVectorEnv(VectorEnv):
         if self.definition.reset_options is not None:
             self.definition.reset_options(self._views, options, game_mask)
         if isinstance(self._backend, ReferenceBackend):
-            self._backend.set_reset_options(options)
+            self._backend.set_reset_options(options, game_mask)
         if seeds is not None:
             game_seeds, seeded = seeds
             self._seed_games(game_seeds, game_mask & seeded.to(self.device))

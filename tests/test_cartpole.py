@@ -125,25 +125,32 @@ def test_initial_state_draws():
 
 
 @pytest.mark.parametrize("backend", ["cpu", "reference"])
-def test_reset_bounds_options_apply_to_that_reset_only_as_gymnasiums_cartpole(backend):
+def test_reset_bounds_options_hold_until_a_reset_without_them_as_gymnasiums_vector_cartpole(backend):
     envs = make_warp_cartpole(num_envs=3, device="cpu", backend=backend, max_episode_steps=2)
+    draw = getattr(uniform01, "py_func", uniform01)
+
+    def drawn(low, high, seed, episode):  # the reference's draw: low + (high - low) * u, in float64
+        return [np.float64(low) + (np.float64(high) - np.float64(low)) * np.float64(draw(seed, episode, i))
+                for i in range(4)]  # fmt: skip
+
     envs.reset(seed=5, options={"low": -0.1, "high": 0.15})  # within the limits: no game ends before the time's up
     bounded = read_states(envs)
-    draw = getattr(uniform01, "py_func", uniform01)
-    span = np.float64(0.15) - np.float64(-0.1)
-    want = [np.float64(-0.1) + span * np.float64(draw(5 + 1, 0, i)) for i in range(4)]
-    np.testing.assert_array_equal(bounded[1], want)  # game 1, seeded 6, reset 0
+    np.testing.assert_array_equal(bounded[1], drawn(-0.1, 0.15, 5 + 1, 0))  # game 1, seeded 6, reset 0
     assert ((bounded >= -0.1) & (bounded < 0.15)).all() and (np.abs(bounded) > 0.05).any()
-    # The autoreset after the time limit draws from the default bounds, as SyncVectorEnv's reset without options.
+    # The autoreset after the time limit draws from the same bounds, as CartPoleVectorEnv keeps them.
     for _ in range(3):  # truncated at the second step, reset at the third
         _, _, terminated, _, _ = envs.step(np.ones(3, np.int64))
         assert not terminated.any()
-    autoreset = read_states(envs)
-    want = [np.float64(-0.05) + np.float64(0.1) * np.float64(draw(5 + 1, 1, i)) for i in range(4)]
-    np.testing.assert_array_equal(autoreset[1], want)
-    # One bound alone keeps the other's default; a masked reset applies them to its games only.
-    envs.reset(options={"high": 0.5, "reset_mask": np.array([False, True, False])})
-    assert ((read_states(envs)[1] >= -0.05) & (read_states(envs)[1] < 0.5)).all()
+    np.testing.assert_array_equal(read_states(envs)[1], drawn(-0.1, 0.15, 6, 1))
+    # A masked reset with one bound: the other's default, for the games reset only.
+    before = read_states(envs)
+    envs.reset(options={"high": 0.12, "reset_mask": np.array([False, True, False])})
+    after = read_states(envs)
+    np.testing.assert_array_equal(after[1], drawn(-0.05, 0.12, 6, 2))
+    np.testing.assert_array_equal(after[[0, 2]], before[[0, 2]])
+    # A reset without options: the defaults again.
+    envs.reset()
+    np.testing.assert_array_equal(read_states(envs)[1], drawn(-0.05, 0.05, 6, 3))
 
 
 @pytest.mark.parametrize(
@@ -152,6 +159,7 @@ def test_reset_bounds_options_apply_to_that_reset_only_as_gymnasiums_cartpole(ba
         ({"low": 0.2, "high": 0.1}, r"low must be <= high, got low=0.2, high=0.1"),
         ({"low": float("nan")}, r"low must be a finite number, got nan"),
         ({"high": "0.1"}, r"high must be a finite number, got '0.1'"),
+        ({"low": -1e308, "high": 1e308}, r"high - low must be finite, got low=-1e\+308, high=1e\+308"),
     ],
 )
 def test_bad_reset_bounds_are_refused_before_resetting(options, message):

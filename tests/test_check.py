@@ -159,6 +159,9 @@ def test_a_wrong_game_is_reported_with_the_first_failing_step_and_slot():
 def test_an_invalid_parameter_is_a_clear_error_not_a_traceback(capsys):
     assert main(["WarpTag-v0", "--device", "cpu", "--param", "num_runners=0"]) == 2
     assert "num_runners=0 is invalid" in capsys.readouterr().err
+    # A module to import before the id (Gymnasium's "module:Env-v0") that is not there: the env cannot be made.
+    assert main(["no_such_module_here:Gather-v0", "--device", "cpu"]) == 2
+    assert "No module named 'no_such_module_here'" in capsys.readouterr().err
 
 
 def test_an_observation_left_unwritten_out_of_the_game_is_named_by_the_outputs_check():

@@ -7,7 +7,6 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
@@ -47,11 +46,9 @@ def cartpole_definition() -> EnvDefinition:
         reset_phases=(
             Phase(sim.draw_initial_state),
             Phase(sim.offset_initial_state),
-            Phase(sim.forget_reset_bounds, "game"),
         ),
         reset_option_names=("low", "high"),
         reset_options=apply_reset_bounds,
-        reset_options_persist=False,
         setup=default_reset_bounds,
         observation_space=cartpole_observation_space(),
         discrete_actions=True,
@@ -68,8 +65,10 @@ def default_reset_bounds(views: Mapping[str, torch.Tensor]) -> None:
 
 def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
     """Gymnasium's CartPole reset options: every state variable of the reset games drawn uniform in
-    ``[low, high)`` (``low`` default -0.05, ``high`` 0.05, each optional) at this reset; autoresets draw from the
-    defaults. Raises ``ValueError`` (before writing) unless both are finite numbers with ``low <= high``."""
+    ``[low, high)`` (``low`` default -0.05, ``high`` 0.05, each optional), at this reset and at the games'
+    autoresets until a reset with other options or none, as Gymnasium's vector CartPole (``CartPoleVectorEnv``)
+    keeps them. Raises ``ValueError`` (before writing) unless both are finite numbers with ``low <= high`` and a
+    finite ``high - low``."""
     low, high = (options.get(key, default) for key, default in (("low", -0.05), ("high", 0.05)))
     for key, value in (("low", low), ("high", high)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
@@ -77,9 +76,11 @@ def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, 
     if low > high:
         raise ValueError(f"{NAME}: reset option low must be <= high, got low={low!r}, high={high!r}")
     # Subtracted in float64, as the reference does; the kernel then draws low + (high - low) * u.
-    span = np.float64(high) - np.float64(low)
-    views["reset_low"].masked_fill_(game_mask, float(np.float64(low)))
-    views["reset_span"].masked_fill_(game_mask, float(span))
+    span = float(high) - float(low)
+    if not math.isfinite(span):
+        raise ValueError(f"{NAME}: reset options high - low must be finite, got low={low!r}, high={high!r}")
+    views["reset_low"].masked_fill_(game_mask, float(low))
+    views["reset_span"].masked_fill_(game_mask, span)
 
 
 def cartpole_observation_space() -> spaces.Box:

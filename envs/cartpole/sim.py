@@ -35,7 +35,7 @@ THETA_THRESHOLD_RADIANS = np.float64(12 * 2 * math.pi / 360)
 X_THRESHOLD = np.float64(2.4)
 
 # Initial state: every variable uniform in [RESET_LOW, RESET_LOW + RESET_SPAN) = [-0.05, 0.05), unless a reset's
-# options ``low``/``high`` give other bounds (for that reset only, as Gymnasium's CartPole takes them).
+# options ``low``/``high`` gave other bounds (held for the autoresets after it, as Gymnasium's vector CartPole).
 RESET_LOW = np.float64(-0.05)
 RESET_SPAN = np.float64(0.1)
 
@@ -119,11 +119,3 @@ def offset_initial_state(g, a, x, x_dot, theta, theta_dot, reset_low):
     x_dot[g, a] = low + x_dot[g, a]
     theta[g, a] = low + theta[g, a]
     theta_dot[g, a] = low + theta_dot[g, a]
-
-
-@shared
-def forget_reset_bounds(g, reset_low, reset_span):
-    """After a reset: the default bounds again, so that the autoresets that follow draw as Gymnasium's (an option
-    applies to the reset it is given to)."""
-    reset_low[g] = RESET_LOW
-    reset_span[g] = RESET_SPAN
