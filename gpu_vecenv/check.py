@@ -117,6 +117,9 @@ def _leave_as_is(env: GpuVectorEnv, fill: int) -> None:
     pass
 
 
+# Every check of a definition runs in each of these, since each takes its own paths at a game's end.
+_AUTORESET_MODES = ("NextStep", "SameStep", "Disabled")
+
 # How one of two compared runs treats the env's memory: the poison, its byte, and whether obs is kept.
 _Run = tuple[Callable[[GpuVectorEnv, int], None], int, bool]
 
@@ -175,7 +178,7 @@ def check_bounds(definition: EnvDefinition, num_games: int = 4, steps: int = 30,
         # NUMBA_BOUNDSCHECK=0 switches every bounds check off, the requested ones too: nothing would be found.
         raise RuntimeError("check_bounds needs Numba's bounds checks, which NUMBA_BOUNDSCHECK=0 switches off: unset it")
     found = []
-    for mode in ("NextStep", "SameStep", "Disabled"):
+    for mode in _AUTORESET_MODES:
         try:
             _poisoned_run(definition, _leave_as_is, 0, mode, num_games, steps, seed, bounds_checked=True)
         except IndexError:
@@ -235,7 +238,7 @@ def _outputs_that_differ(definition: EnvDefinition, first: _Run, second: _Run, n
     """Names of the outputs that differ between the runs ``first`` and ``second`` (``(poison, fill, obs_kept)``
     for :func:`_poisoned_run`), in each autoreset mode."""
     differing: list[str] = []
-    for mode in ("NextStep", "SameStep", "Disabled"):
+    for mode in _AUTORESET_MODES:
         one = _poisoned_run(definition, first[0], first[1], mode, num_games, steps, seed, first[2])
         other = _poisoned_run(definition, second[0], second[1], mode, num_games, steps, seed, second[2])
         for (name, a), (_, b) in zip(one, other, strict=True):

@@ -369,6 +369,12 @@ class EnvDefinition:
         """Bytes a game's block-local arrays take: the shared memory of each block of a CUDA kernel."""
         return block_local_bytes(self.state, self.num_agents)
 
+    def game_entries(self, views: Mapping[str, torch.Tensor], name: str, g: int) -> torch.Tensor:
+        """Game ``g``'s entries of state array ``name`` among ``views`` (an env's state): ``(agents,)`` or a
+        scalar, with the array's leading axis first where it has one (``(length, agents)``, ``(length,)``)."""
+        leading = any(arr.name == name and arr.leading_axis for arr in self.state)
+        return views[name][:, g] if leading else views[name][g]
+
     def validate(self) -> None:
         """Raise ``ValueError`` naming the env and the offending item if the definition is inconsistent."""
         where = f"env {self.name!r}"

@@ -83,14 +83,11 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 
 def _game_state(env: GpuVectorEnv, keys: list[str], g: int) -> dict[str, Any]:
-    """Game ``g``'s entries of the state arrays ``keys``, as a reference's ``get_state`` gives them: ``(agents,)``
-    or a scalar, and ``(length, agents)`` or ``(length,)`` for an array with a leading axis (``length`` above 1 or
-    ``vector``); the step counter ``t`` as an int."""
+    """Game ``g``'s entries of the state arrays ``keys``, as a reference's ``get_state`` gives them
+    (:meth:`EnvDefinition.game_entries`); the step counter ``t`` as an int."""
     state = env.state
-    leading = {arr.name for arr in env.definition.state if arr.leading_axis}
     return {
-        k: int(state["t"][g]) if k == "t" else _numpy(state[k][:, g] if k in leading else state[k][g]).copy()
-        for k in keys
+        k: int(state["t"][g]) if k == "t" else _numpy(env.definition.game_entries(state, k, g)).copy() for k in keys
     }
 
 

@@ -50,7 +50,6 @@ class ReferenceBackend:
         self.num_games = int(views["seed"].shape[0])
         self.refs = [definition.reference() for _ in range(self.num_games)]
         self.state_keys = [k for k in self.refs[0].get_state() if k != "t"]
-        self._leading = {arr.name for arr in definition.state if arr.leading_axis}
         # Each game's reset options, from the last reset call that reset it: they hold for its autoresets too.
         self.options: list[dict[str, Any] | None] = [None] * self.num_games
 
@@ -68,7 +67,9 @@ class ReferenceBackend:
 
     # -- one game -----------------------------------------------------------------
     def _load(self, g: int) -> None:
-        state: dict[str, Any] = {k: self._game_view(k, g).numpy().copy() for k in self.state_keys}
+        state: dict[str, Any] = {
+            k: self.definition.game_entries(self.views, k, g).numpy().copy() for k in self.state_keys
+        }
         state["t"] = int(self.views["t"][g])
         self.refs[g].set_state(state)
 
@@ -77,11 +78,7 @@ class ReferenceBackend:
             if k == "t":
                 self.views["t"][g] = int(v)
             else:
-                self._game_view(k, g)[...] = torch.as_tensor(np.asarray(v))
-
-    def _game_view(self, name: str, g: int) -> torch.Tensor:
-        """Game ``g``'s entries of state array ``name``: its leading axis first where it has one."""
-        return self.views[name][:, g] if name in self._leading else self.views[name][g]
+                self.definition.game_entries(self.views, k, g)[...] = torch.as_tensor(np.asarray(v))
 
     def _reset_game(self, g: int) -> np.ndarray:
         v = self.views

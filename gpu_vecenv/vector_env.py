@@ -421,7 +421,6 @@ class GpuVectorEnv(VectorEnv):
         if isinstance(seeds, int):
             seeds = seeds + torch.arange(self.num_games, dtype=torch.int64)
         seeds = seeds.to(self.device)
-        game_mask = game_mask.to(self.device)
         self._views["seed"].copy_(torch.where(game_mask, seeds, self._views["seed"]))
         # The reset kernel counts resets from -1, so the first reset after seeding is episode 0.
         self._views["episode"].masked_fill_(game_mask, -1)
@@ -549,7 +548,7 @@ class GpuVectorEnv(VectorEnv):
         if seeds is not None:
             game_seeds, seeded = seeds
             self._seed_games(game_seeds, game_mask & seeded.to(self.device))
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        if isinstance(seed, (int, np.integer)):  # bools were refused by _seeds_for
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         self._views["pending_reset"].masked_fill_(game_mask, PENDING_RESET_CALL)
         out = self._launch(OP_RESET)

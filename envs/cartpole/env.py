@@ -59,8 +59,7 @@ def cartpole_definition() -> EnvDefinition:
 
 def default_reset_bounds(views: Mapping[str, torch.Tensor]) -> None:
     """Every game's reset bounds the defaults from the start, also for a game a first, masked reset leaves out."""
-    views["reset_low"].fill_(float(sim.RESET_LOW))
-    views["reset_span"].fill_(float(sim.RESET_SPAN))
+    apply_reset_bounds(views, {}, torch.ones_like(views["reset_low"], dtype=torch.bool))
 
 
 def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, Any], game_mask: torch.Tensor) -> None:
@@ -69,7 +68,7 @@ def apply_reset_bounds(views: Mapping[str, torch.Tensor], options: Mapping[str, 
     autoresets until a reset with other options or none, as Gymnasium's vector CartPole (``CartPoleVectorEnv``)
     keeps them. Raises ``ValueError`` (before writing) unless both are finite numbers with ``low <= high`` and a
     finite ``high - low``."""
-    low, high = (options.get(key, default) for key, default in (("low", -0.05), ("high", 0.05)))
+    low, high = options.get("low", float(sim.RESET_LOW)), options.get("high", float(sim.RESET_HIGH))
     for key, value in (("low", low), ("high", high)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"{NAME}: reset option {key} must be a finite number, got {value!r}")

@@ -67,10 +67,9 @@ class CartPoleReference:
         """
         options = options or {}
         low, high = F64(options.get("low", -0.05)), F64(options.get("high", 0.05))
-        span = F64(0.1) if not options else high - low  # the default span is the literal, as the kernel's
         draw = _python(uniform01)
         for i, k in enumerate(STATE_KEYS):
-            getattr(self, k)[0] = low + span * F64(draw(seed, episode, i))
+            getattr(self, k)[0] = low + (high - low) * F64(draw(seed, episode, i))
         self.t = 0
         return self.observe()
 

@@ -34,10 +34,11 @@ FOUR_THIRDS = np.float64(4.0 / 3.0)
 THETA_THRESHOLD_RADIANS = np.float64(12 * 2 * math.pi / 360)
 X_THRESHOLD = np.float64(2.4)
 
-# Initial state: every variable uniform in [RESET_LOW, RESET_LOW + RESET_SPAN) = [-0.05, 0.05), unless a reset's
-# options ``low``/``high`` gave other bounds (held for the autoresets after it, as Gymnasium's vector CartPole).
+# Initial state: every variable uniform in [RESET_LOW, RESET_HIGH) = [-0.05, 0.05), unless a reset's options
+# ``low``/``high`` gave other bounds (held for the autoresets after it, as Gymnasium's vector CartPole). The kernel
+# reads them from the state arrays reset_low and reset_span (envs/cartpole/env.py writes them).
 RESET_LOW = np.float64(-0.05)
-RESET_SPAN = np.float64(0.1)
+RESET_HIGH = np.float64(0.05)
 
 ONE = np.float32(1.0)
 
